@@ -1147,6 +1147,11 @@ redis.call('SET', KEYS[1], num(v), 'PX', ARGV[2])
 return {taken, v}
 `, budget.RetryCost*budget.Unit)).answers("nn")
 
+// probeScript reads nothing and writes nothing: Redis routes it by its
+// key, as it does the store's scripts, and a node of a cluster that does
+// not hold the key redirects it (see Store.servesRedirected). Reply: {1}.
+var probeScript = newScript(`return {1}`).answers("n")
+
 // heartbeatScript records this process (ARGV[1]) as live for ARGV[2] ms,
 // forgets the processes whose heartbeat ran out (or that claim to live
 // past the key's TTL, ARGV[3] ms), and counts the live ones. Reply:

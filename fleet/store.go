@@ -68,6 +68,12 @@ type Store struct {
 	// garbled counts the answers in a row that no script of the store
 	// gives (unreadable); garbageOutage of them are an outage.
 	garbled atomic.Int64
+	// redirKey is the key of the last operation Redis redirected (MOVED,
+	// ASK: a client of one server on a node of a cluster), nil once the
+	// heartbeat found Redis serving it: while Redis redirects it, the
+	// heartbeat's answer, whose key the node may hold, does not end local
+	// limits (see heartbeat).
+	redirKey atomic.Pointer[string]
 	// answered is when (mono) Redis last answered an operation of the
 	// store, whatever the answer (math.MinInt64 before the first), and
 	// silentSince when the earliest operation Redis has given no answer to
@@ -741,6 +747,9 @@ func (s *Store) heartbeat() {
 		s.readable()
 		s.procs.Store(max(1, toInt(res[0])))
 	}
+	if s.degraded() && !s.servesRedirected() {
+		return // a node of a cluster that holds the heartbeat's key, not the others'
+	}
 	if (s.degraded() || s.pending.Load()) && !s.writeBack() && s.degraded() {
 		return // Redis stopped answering again: still local limits
 	}
@@ -748,6 +757,27 @@ func (s *Store) heartbeat() {
 		s.logger().Info("cloudg fleet: Redis answers again; back to shared limits", "processes", s.procs.Load())
 		s.writeBack()
 	}
+}
+
+// servesRedirected reports whether Redis serves the key of the last
+// operation it redirected (redirKey), asking it with probeScript, a
+// script Redis routes as the store's by its key: a client of one server
+// given a node of a cluster finds MOVED again, and stays on local limits,
+// the cluster's other nodes holding the keys of most scopes (so does one
+// Redis does not answer in time: the next heartbeat asks again). Without
+// a key redirected, or once Redis served it or refused it for itself (the
+// cluster became one server, or the client another's), it reports true.
+func (s *Store) servesRedirected() bool {
+	k := s.redirKey.Load()
+	if k == nil {
+		return true
+	}
+	s.calls.Add(1)
+	if _, err := s.call(probeScript, []string{*k}, nil); err != nil && unavailable(err) {
+		return false
+	}
+	s.redirKey.CompareAndSwap(k, nil)
+	return true
 }
 
 // writeBack writes back the pauses set on the local limits that have not
@@ -1065,6 +1095,9 @@ func (s *Store) runOnce(script *script, keys []string, args ...any) (res []any, 
 		return res, true, false
 	case s.closed():
 	case unavailable(err):
+		if redirected(err) {
+			s.redirKey.Store(&keys[0])
+		}
 		s.unanswered(err, sent)
 	default:
 		s.refused(keys[0], err)
