@@ -1154,15 +1154,22 @@ var probeScript = newScript(`return {1}`).answers("n")
 
 // heartbeatScript records this process (ARGV[1]) as live for ARGV[2] ms,
 // forgets the processes whose heartbeat ran out (or that claim to live
-// past the key's TTL, ARGV[3] ms), and counts the live ones. Reply:
-// {live, ARGV[1]}: the process's id, echoed, tells the script's answer
-// from a server's that only looks like it (see Store's unreadable).
+// past the longest of this process's claim, its key TTL, ARGV[3] ms, and
+// the set's own expiry), and counts the live ones. The set lives at least
+// this process's claim and key TTL: a heartbeat extends its expiry, never
+// shortens it, so that a process whose heartbeat or TTL is shorter does
+// not forget one whose claim is longer (the set's expiry holds that
+// claim). Reply: {live, ARGV[1]}: the process's id, echoed, tells the
+// script's answer from a server's that only looks like it (see Store's
+// unreadable).
 var heartbeatScript = newScript(common + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local want = math.max(tonumber(ARGV[2]), tonumber(ARGV[3]))
 call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local left = redis.call('PTTL', KEYS[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + math.max(tonumber(ARGV[2]), tonumber(ARGV[3]))), '+inf')
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + math.max(want, left)), '+inf')
+if left < want then redis.call('PEXPIRE', KEYS[1], want) end
 return {redis.call('ZCARD', KEYS[1]), ARGV[1]}
 `).answers("n.")
