@@ -36,7 +36,7 @@ import (
 // the commands' keys (without COMMAND it logs a refusal per connection).
 // The handshake (HELLO, AUTH) needs no permission. The README's ACL line
 // is this list.
-var aclCommands = strings.Fields("+evalsha +eval +time +exists +del +hmget +hset +pexpire +pttl +get +set " +
+var aclCommands = strings.Fields("+evalsha +eval +time +exists +del +hmget +hget +hgetall +hset +hdel +pexpire +pttl +get +set " +
 	"+zadd +zremrangebyscore +zcard +cluster|slots +command")
 
 // realBackends are the real Redis servers ./scripts/test starts.
