@@ -29,7 +29,9 @@ const oracleStep = 10 * time.Millisecond
 // oracleSlack is how much more than one token Oracle's copy of a bucket
 // holds before it sends: the copy counts its refill at other instants
 // than the provider, and so rounds differently, and a request on which
-// the two counts tie would be refused.
+// the two counts tie would be refused. A bucket whose burst is under one
+// token and the slack sends once full instead: neither count holds more
+// than the burst, and the provider admits a request on a full one.
 const oracleSlack = 1e-6
 
 func newOracleStrategy(sc *Scenario, clock Clock) *staticStrategy {
@@ -72,7 +74,7 @@ func (o *oracle) wait(ctx context.Context, action string) error {
 		t := o.clock.Now().Sub(o.start)
 		o.mu.Lock()
 		q.b.advance(o.tenant, action, t)
-		if q.b.tokens >= 1+oracleSlack {
+		if q.b.tokens >= min(1+oracleSlack, q.b.burst) {
 			q.b.tokens--
 			o.mu.Unlock()
 			return nil

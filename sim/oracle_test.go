@@ -57,3 +57,19 @@ func TestOracleFollowsTheTenantsShare(t *testing.T) {
 		t.Errorf("%d of %d seconds more than 2 successes from the limit, want at most 2", off, len(r.Series)-2)
 	}
 }
+
+// A bucket of burst 1 holds one token at most, and the provider admits a
+// request on it: Oracle sends then too. Against 10 rps with a burst of 1,
+// 100 calls of one action take about 10 s and none is lost.
+func TestOracleSendsOnABurstOfOne(t *testing.T) {
+	sc := base()
+	sc.Name = "oracle-burst-1"
+	sc.Workload.Actions = []string{"DescribeInstances"}
+	sc.Workload.Calls = 100
+	sc.Provider.Rate, sc.Provider.Burst = 10, 1
+	sc.TimeLimit = 5 * time.Minute
+	r := runVirtualOne(t, sc, Oracle)
+	if r.Aborted || r.Lost != 0 || r.Makespan > 12*time.Second {
+		t.Errorf("100 calls at 10 rps, burst 1: aborted %v, lost %d, makespan %v; want all done in about 10 s", r.Aborted, r.Lost, r.Makespan)
+	}
+}
