@@ -433,3 +433,26 @@ func TestIdealIsNotCutByTheTimeLimit(t *testing.T) {
 		t.Errorf("ideal makespan with an action never refilled %v, want a day past the 60 s limit", got)
 	}
 }
+
+// A client that takes every token the moment it exists is served the
+// whole refill, whatever the burst: a bucket of burst 1 refilled at 1,000
+// rps serves 1,000 calls in about a second (its token at 0, then 999 at
+// 1,000 rps), and 1,001 in its first second, not the one token per 10 ms
+// step that capping the refill at the burst between steps gives.
+func TestIdealAndCapacityOfARefillFasterThanTheBurst(t *testing.T) {
+	sc := base()
+	sc.Workload.Actions = []string{"DescribeInstances"}
+	sc.Workload.Calls = 1000
+	sc.Provider.Rate, sc.Provider.Burst = 1000, 1
+	if got, want := sc.IdealMakespan(), 999*time.Millisecond; got < want-20*time.Millisecond || got > want+20*time.Millisecond {
+		t.Errorf("1,000 calls at 1,000 rps, burst 1: ideal makespan %v, want %v", got, want)
+	}
+	if got := sc.Capacity(time.Second); math.Abs(got-1001) > 11 {
+		t.Errorf("capacity over 1 s at 1,000 rps, burst 1: %.1f, want 1001", got)
+	}
+	// A pause keeps the burst, and no more, for the end of it.
+	sc.Provider.Pauses = []Pause{{Action: "DescribeInstances", From: 0, To: time.Second}}
+	if got := sc.Capacity(time.Second); math.Abs(got-1) > 11 {
+		t.Errorf("capacity over 1 s paused from 0 to 1 s: %.1f, want the burst, 1", got)
+	}
+}

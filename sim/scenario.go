@@ -425,7 +425,11 @@ func (s *Scenario) fluid(at time.Duration, ideal bool) (makespan time.Duration, 
 		l := s.Provider.limitOf(action)
 		changes := s.Provider.changesFor(action)
 		tokens, rate, burst := l.Burst, l.Rate, l.Burst
-		var served, servedAt float64
+		// pending is the refill of a step the client drained the bucket
+		// in: it took each token as it came, so the burst does not cap
+		// it (a refill of 1,000 rps serves 1,000 calls a second through
+		// a bucket of one token), and it counts at the step's end.
+		var served, servedAt, pending float64
 		done, seen := time.Duration(-1), false
 		for t := time.Duration(0); t <= horizon && (ideal && done < 0 || !ideal && !seen); t += step {
 			for len(changes) > 0 && changes[0].At <= t {
@@ -436,7 +440,11 @@ func (s *Scenario) fluid(at time.Duration, ideal bool) (makespan time.Duration, 
 				}
 				changes = changes[1:]
 			}
-			if _, paused := s.Provider.paused(action, t, 0); !paused && !s.Provider.inOutage(t) {
+			served += pending * useful
+			pending = 0
+			_, paused := s.Provider.paused(action, t, 0)
+			drained := !paused && !s.Provider.inOutage(t)
+			if drained {
 				served += tokens * useful
 				tokens = 0
 			}
@@ -446,8 +454,12 @@ func (s *Scenario) fluid(at time.Duration, ideal bool) (makespan time.Duration, 
 			if !seen && t+step > at {
 				servedAt, seen = served, true
 			}
-			net := rate - tenant.rate(action, rate, t)
-			tokens = math.Max(0, math.Min(burst, tokens+net*step.Seconds()))
+			net := math.Max(0, rate-tenant.rate(action, rate, t))
+			if drained {
+				pending = net * step.Seconds()
+			} else {
+				tokens = math.Min(burst, tokens+net*step.Seconds())
+			}
 		}
 		if done < 0 {
 			done = horizon
