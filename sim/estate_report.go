@@ -54,7 +54,11 @@ func writeEstateTable(w io.Writer, sc *Scenario, results []*Result) error {
 		}
 		line := fmt.Sprintf("%s\t%s\t%.2f\t", r.Strategy, mk, ratio(r.Makespan, r.Ideal))
 		if affected {
-			line += secs(r.Unaffected()) + "\t"
+			done := secs(r.Unaffected())
+			if r.UnaffectedCut {
+				done = ">" + done
+			}
+			line += done + "\t"
 		}
 		line += fmt.Sprintf("%d\t%d\t%d\t%d\t%d\t%s\t%s\t", r.Attempts, r.Throttled, r.Lost, r.Lost-r.LostAffected, r.InLedger, secs(r.P50), secs(r.P99))
 		fmt.Fprintln(tw, line)

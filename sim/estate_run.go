@@ -47,6 +47,7 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 	lat := make([]time.Duration, n)
 	ok := make([]bool, n)
 	started := make([]bool, n)
+	ended := make([]bool, n) // before the run was cut
 	keyOf := make([]string, n)
 	scopeDone := map[string]time.Duration{}
 	var last time.Duration
@@ -73,6 +74,7 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 		mu.Lock()
 		started[id], ok[id], lat[id], keyOf[id] = true, good, end.Sub(t0), key
 		if ctx.Err() == nil {
+			ended[id] = true
 			scopeDone[key] = max(scopeDone[key], t)
 			last = max(last, t)
 		} else {
@@ -144,6 +146,8 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 		}
 		if keyOf[i] == e.Affected && e.Affected != "" {
 			res.AffectedTime += lat[i]
+		} else if res.Aborted && !ended[i] {
+			res.UnaffectedCut = true
 		}
 		if started[i] {
 			done = append(done, lat[i])

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -318,5 +319,41 @@ func TestEstateRunEndingWithCallsNeverMadeIsNotAborted(t *testing.T) {
 		if r.Aborted || r.Makespan != r.DoneExcept("") {
 			t.Errorf("%s: %d calls lost, aborted %v, makespan %v, last call ended at %v", strategy, r.Lost, r.Aborted, r.Makespan, r.DoneExcept(""))
 		}
+	}
+}
+
+// A run the time limit cuts before the scopes a pause does not touch are
+// done says so: estate-paused cut at 30 s leaves most calls of the other
+// scopes unmade, and its table gives their "unaffected done" as the cut,
+// >30.0s, as it gives the makespan, not the end of the last call made
+// before it, which reads as the time they were all done.
+func TestUnaffectedDoneOfACutRunIsTheCut(t *testing.T) {
+	sc, _ := Builtin(ScenarioEstatePaused)
+	sc.TimeLimit = 30 * time.Second
+	sc.Strategies = []string{Plain}
+	r := runVirtualOne(t, sc, Plain)
+	if r.Lost-r.LostAffected == 0 {
+		t.Fatal("no call lost outside the paused scope; the test needs a run cut before the other scopes are done")
+	}
+	if !r.UnaffectedCut || r.Unaffected() != r.Makespan {
+		t.Errorf("cut at 30 s with %d calls lost elsewhere: UnaffectedCut %v, Unaffected %v, makespan %v; want true, the cut", r.Lost-r.LostAffected, r.UnaffectedCut, r.Unaffected(), r.Makespan)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, sc, []*Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), Plain+" ") {
+			row = l
+		}
+	}
+	if f := strings.Fields(row); len(f) < 4 || f[3] != ">30.0s" {
+		t.Errorf("the table's row %q: want an unaffected done of >30.0s", row)
+	}
+	// A run that ends on its own has every scope it does not pause done.
+	sc.TimeLimit = time.Hour
+	if r := runVirtualOne(t, sc, Plain); r.Aborted || r.UnaffectedCut || r.Unaffected() != r.DoneExcept(r.Affected) {
+		t.Errorf("a run done on its own: aborted %v, UnaffectedCut %v, unaffected done %v, the other scopes' last call ended %v", r.Aborted, r.UnaffectedCut, r.Unaffected(), r.DoneExcept(r.Affected))
 	}
 }

@@ -56,6 +56,11 @@ type Result struct {
 	// AffectedTime is the time the calls of that scope took, waits and
 	// retries included, summed: the worker time it held.
 	AffectedTime time.Duration
+	// UnaffectedCut says that the run was cut (Aborted) before every
+	// call of the scopes it does not pause or kill had ended: Unaffected
+	// is then the time it was cut, by which they were not done, and the
+	// table prints it after a '>', as it does the makespan.
+	UnaffectedCut bool
 	// InLedger counts the calls the scan's resilience.Ledger recorded as
 	// lost (given up, skipped, failed, refused, cancelled, errored,
 	// panicked or denied): for the governed strategies, every lost call
@@ -77,8 +82,14 @@ func (r *Result) DoneExcept(except string) time.Duration {
 }
 
 // Unaffected returns when the last call of a scope the scenario does not
-// pause or kill ended (DoneExcept of Affected).
-func (r *Result) Unaffected() time.Duration { return r.DoneExcept(r.Affected) }
+// pause or kill ended (DoneExcept of Affected), or, when the run was cut
+// before they all had (UnaffectedCut), the time it was cut (Makespan).
+func (r *Result) Unaffected() time.Duration {
+	if r.UnaffectedCut {
+		return r.Makespan
+	}
+	return r.DoneExcept(r.Affected)
+}
 
 // Sample is one second of a run, a plain value that several goroutines
 // may read at once while none changes it. The zero Sample is a second in
