@@ -103,12 +103,23 @@ func Parse(data []byte) (*Scenario, error) {
 	}
 	p := parser{}
 	err = p.mapping(root, "", map[string]func(*yaml.Node, string) error{
-		"base":               func(*yaml.Node, string) error { return nil },
-		"name":               p.str(&sc.Name),
-		"description":        p.str(&sc.Description),
-		"seed":               p.uint(&sc.Seed),
-		"time_limit_seconds": p.seconds(&sc.TimeLimit),
-		"strategies":         p.strs(&sc.Strategies),
+		"base":        func(*yaml.Node, string) error { return nil },
+		"name":        p.str(&sc.Name),
+		"description": p.str(&sc.Description),
+		"seed":        p.uint(&sc.Seed),
+		"time_limit_seconds": func(n *yaml.Node, path string) error {
+			// A scenario built in code takes 0 for an hour; a file
+			// that says 0 means something else (no limit, or none at
+			// all), which no run could honour.
+			if err := p.seconds(&sc.TimeLimit)(n, path); err != nil {
+				return err
+			}
+			if sc.TimeLimit <= 0 {
+				return &Error{Path: path, Msg: "must be > 0"}
+			}
+			return nil
+		},
+		"strategies": p.strs(&sc.Strategies),
 		"workload": func(n *yaml.Node, path string) error {
 			w := &sc.Workload
 			fields := map[string]func(*yaml.Node, string) error{

@@ -87,6 +87,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"workload: {workers: 64, cals: 10}", "workload.cals: unknown key"},
 		{"workload: {workers: -1}", "workload.workers: must be >= 0"},
 		{"workload: {workers: 0}", "workload.workers: must be > 0"},
+		{"time_limit_seconds: 0", "time_limit_seconds: must be > 0"},
+		{"time_limit_seconds: 0s", "time_limit_seconds: must be > 0"},
 		{"workload: {calls: 1.5}", "workload.calls: must be a whole number"},
 		{"workload: {actions: []}", "workload.actions: must name at least one action"},
 		{"provider: {rate: fast}", `provider.rate: must be a number, not "fast"`},

@@ -27,7 +27,8 @@ type Scenario struct {
 	Description string
 	Seed        uint64
 	// TimeLimit ends a run that has not finished after this much simulated
-	// time; its unfinished calls count as lost.
+	// time; its unfinished calls count as lost. Zero (or less) is an hour;
+	// a file's time_limit_seconds must be more than zero.
 	TimeLimit time.Duration
 
 	Workload Workload
