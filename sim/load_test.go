@@ -102,6 +102,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"provider: {transient_error_rate: 1}", "provider.transient_error_rate: must be in [0, 1)"},
 		{"provider: {retry_after: maybe}", `provider.retry_after: must be true or false, not "maybe"`},
 		{"client: {rate: 0}", "client.rate: must be > 0"},
+		{"client: {breaker_threshold: 0}", "client.breaker_threshold: must be >= 1 (failsafe's breaker would open on no failure)"},
 		{"strategies: [aws-standard, governor]", `strategies[1]: unknown strategy "governor"`},
 		{"base: nope", `base: unknown scenario "nope"`},
 		{"seed: -3", `seed: must be a whole number, not "-3"`},
@@ -291,5 +292,18 @@ func TestSummaryGivesTheLimitsAnOverrideLeaves(t *testing.T) {
 	want := "provider 10 rps, burst 100 per action (DescribeInstances: 5 rps, burst 100) (DescribeVolumes: 10 rps, burst 50);"
 	if s := sc.Summary(); !strings.Contains(s, want) {
 		t.Errorf("summary %q\nlacks %q", s, want)
+	}
+}
+
+// failsafe's breaker opens after client.breaker_threshold failures in a
+// row: a threshold of 0 is refused where failsafe runs (it lost 185 of 200
+// calls of a provider that throttled none), and left alone where it does
+// not.
+func TestParseBreakerThresholdOfNoFailures(t *testing.T) {
+	if _, err := Parse([]byte("client: {breaker_threshold: 0}\nstrategies: [failsafe]")); err == nil || !strings.Contains(err.Error(), "client.breaker_threshold: must be >= 1") {
+		t.Errorf("breaker_threshold 0 with failsafe: error %v, want client.breaker_threshold: must be >= 1", err)
+	}
+	if _, err := Parse([]byte("client: {breaker_threshold: 0}\nstrategies: [static, cloudg-aimd]")); err != nil {
+		t.Errorf("breaker_threshold 0 without failsafe: error %v, want none", err)
 	}
 }

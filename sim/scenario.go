@@ -615,6 +615,11 @@ func (s *Scenario) Validate() error {
 	if !(s.Client.Burst >= 1) {
 		return &Error{Path: "client.burst", Msg: "must be >= 1"}
 	}
+	if s.Client.BreakerThreshold < 1 && s.Estate == nil && slices.Contains(s.StrategyList(), Failsafe) {
+		// failsafe-go's breaker counts failures up to the threshold: at
+		// 0 it opens on none, and rejects calls the provider would serve.
+		return &Error{Path: "client.breaker_threshold", Msg: "must be >= 1 (failsafe's breaker would open on no failure)"}
+	}
 	names := slices.Concat(StrategyNames, ReferenceNames)
 	if s.Estate != nil {
 		names = EstateStrategyNames
