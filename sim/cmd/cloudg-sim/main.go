@@ -65,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	file := fs.String("file", "", "read the scenario from this YAML file instead")
 	scale := fs.Float64("scale", 20, "simulated seconds per wall-clock second")
 	chart := fs.String("chart", "", "write a PNG chart of the run (with -seeds, of the first seed) to this file")
-	rates := fs.Bool("rates", false, "also print the adaptive rate over time (every 10 s; with -seeds, of the first seed)")
+	rates := fs.Bool("rates", false, "also print the adaptive rate over time (every 10 s; with -seeds, of the first seed; not with -csv)")
 	seed := fs.Uint64("seed", 0, "random seed (0: the scenario's)")
 	seeds := fs.Int("seeds", 0, "run every strategy over seeds 1..N and print each figure's mean, min and max")
 	baseline := fs.String("baseline", sim.AWSAdaptive, "with -seeds, the strategy whose per-seed figures the wins count against (not for an estate, whose sweep compares with the plain pool)")
@@ -91,6 +91,9 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	}
 	if *seeds > 0 && *seed != 0 {
 		return errors.New("-seed and -seeds: give one")
+	}
+	if *csvOut && *rates {
+		return errors.New("-csv and -rates: give one (the CSV has no rate table)")
 	}
 
 	var sc *sim.Scenario

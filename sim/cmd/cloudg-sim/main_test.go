@@ -205,6 +205,9 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-scenario", sim.ScenarioEstateUniform, "-seeds", "2", "-baseline", sim.Plain}, "-baseline: an estate takes no baseline"},
 		{[]string{"-scenario", sim.ScenarioEstateUniform, "-scale", "1000", "-strategies", sim.Plain, "-seeds", "2", "-baseline", sim.Static}, "-baseline: an estate takes no baseline"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		// -csv prints no rate table: -rates with it would be dropped
+		// after the runs.
+		{[]string{"-file", small, "-strategies", sim.CloudgGoodput, "-csv", "-rates"}, "-csv and -rates: give one"},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(c.args, &out, &errOut, false)
