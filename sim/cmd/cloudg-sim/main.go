@@ -69,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	seed := fs.Uint64("seed", 0, "random seed (0: the scenario's)")
 	seeds := fs.Int("seeds", 0, "run every strategy over seeds 1..N and print each figure's mean, min and max")
 	baseline := fs.String("baseline", sim.AWSAdaptive, "with -seeds, the strategy whose per-seed figures the wins count against (not for an estate, whose sweep compares with the plain pool)")
-	csvOut := fs.Bool("csv", false, "print one CSV row per seed and strategy (seed, strategy, goodput, rejected, lost, makespan) instead of the tables")
+	csvOut := fs.Bool("csv", false, "print one CSV row per seed and strategy (seed, strategy, goodput, rejected, lost, makespan, unused, overflowed; an estate adds ideal, unaffected, throttled, lost_elsewhere, in_ledger) instead of the tables")
 	strategies := fs.String("strategies", "", "comma-separated strategies to run (default: the scenario's, else all): "+strings.Join(sim.StrategyNames, ", ")+"; a reference, run only when named: "+strings.Join(sim.ReferenceNames, ", ")+
 		"; for an estate scenario: "+strings.Join(sim.EstateStrategyNames, ", "))
 	quiet := fs.Bool("quiet", false, "no progress line, even on a terminal")
