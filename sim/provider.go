@@ -62,10 +62,23 @@ func newProvider(spec *ProviderSpec, actions []string, clock Clock, start time.T
 	return p
 }
 
-// newBucket returns action's bucket, full, at t.
+// newBucket returns action's bucket, full, at t, under the changes due by
+// then: a change at the start of the run is its limit from its first
+// request (a smaller burst holds fewer tokens, none lost to it), as
+// Scenario.fluid counts it.
 func (p *ProviderSpec) newBucket(action string, t time.Duration) *pbucket {
 	l := p.limitOf(action)
-	return &pbucket{tokens: l.Burst, rate: l.Rate, burst: l.Burst, at: t, changes: p.changesFor(action)}
+	b := &pbucket{tokens: l.Burst, rate: l.Rate, burst: l.Burst, at: t, changes: p.changesFor(action)}
+	for len(b.changes) > 0 && b.changes[0].At <= t {
+		c := b.changes[0]
+		b.rate = c.Rate
+		if c.Burst > 0 {
+			b.burst = c.Burst
+			b.tokens = math.Min(b.tokens, b.burst)
+		}
+		b.changes = b.changes[1:]
+	}
+	return b
 }
 
 // advance brings b to time t: refill net of what tenant takes of action's

@@ -456,3 +456,18 @@ func TestIdealAndCapacityOfARefillFasterThanTheBurst(t *testing.T) {
 		t.Errorf("capacity over 1 s paused from 0 to 1 s: %.1f, want the burst, 1", got)
 	}
 }
+
+// A change due at the start of the run is the bucket's limit from its
+// first request: a burst cut from 20 to 1 at 0 s admits one request of
+// five made at once, as Capacity and the ideal count it, not the first
+// from the burst of 20 and the next from the burst of 1.
+func TestProviderChangeAtTheStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spec := testSpec()
+		spec.Changes = []Change{{At: 0, Rate: 10, Burst: 1}}
+		p := newProvider(spec, []string{"A"}, SystemClock{}, time.Now(), 1, &recorder{})
+		if ok, th, _, _ := send(t, p, "A", 5, 0); ok != 1 {
+			t.Errorf("burst cut to 1 at 0 s, five requests at once (1 ms each): %d ok, %d throttled; want 1 ok", ok, th)
+		}
+	})
+}
