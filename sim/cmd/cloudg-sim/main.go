@@ -63,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	fs.SetOutput(stderr)
 	name := fs.String("scenario", sim.ScenarioDefault, "built-in scenario: "+strings.Join(sim.BuiltinNames(), ", "))
 	file := fs.String("file", "", "read the scenario from this YAML file instead")
-	scale := fs.Float64("scale", 20, "simulated seconds per wall-clock second")
+	scale := fs.Float64("scale", 20, "simulated seconds per wall-clock second, from 0.001 to 1e6")
 	chart := fs.String("chart", "", "write a PNG chart of the run (with -seeds, of the first seed) to this file")
 	rates := fs.Bool("rates", false, "also print the adaptive rate over time (every 10 s; with -seeds, of the first seed; not with -csv)")
 	seed := fs.Uint64("seed", 0, "random seed (0: the scenario's)")
@@ -85,6 +85,11 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	}
 	if !(*scale > 0) || math.IsInf(*scale, 1) {
 		return errors.New("-scale must be > 0 and finite")
+	}
+	if *scale < minScale || *scale > maxScale {
+		// Past these the clock cannot keep time: its waits round to no
+		// wall time, or overflow a Duration, and its reading overflows.
+		return fmt.Errorf("-scale must be between %g and %g", minScale, maxScale)
 	}
 	if *seeds < 0 {
 		return errors.New("-seeds must be >= 1")
@@ -218,6 +223,14 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	}
 	return nil
 }
+
+// The scales the command's clock keeps time at: at 1e6 a millisecond of
+// simulated time is a nanosecond of wall time, the least a wait can be;
+// at 0.001 an hour's time limit is 1,000 hours of wall time.
+const (
+	minScale = 1e-3
+	maxScale = 1e6
+)
 
 // runSeed runs every strategy of sc at once on a clock scale times faster
 // than the wall clock, calling line with the progress every 250 ms when it

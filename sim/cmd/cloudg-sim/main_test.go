@@ -196,6 +196,13 @@ func TestRunErrors(t *testing.T) {
 		// An infinite scale is no scale: the clock would run at the wall
 		// clock's pace (sim.NewScaledClock), the header saying x+Inf.
 		{[]string{"-file", small, "-strategies", sim.CloudgGoodput, "-scale", "+Inf"}, "-scale must be > 0 and finite"},
+		// A scale the clock cannot keep: at 1e10 a second of simulated
+		// time is a tenth of a nanosecond of wall time (the clock's
+		// waits round to none, its reading overflows within a second);
+		// at 1e-300 a millisecond's wait overflows a Duration. Both ran
+		// every call to the time limit in no wall time, all lost.
+		{[]string{"-file", small, "-strategies", sim.CloudgGoodput, "-scale", "1e10"}, "-scale must be between 0.001 and 1e+06"},
+		{[]string{"-file", small, "-strategies", sim.CloudgGoodput, "-scale", "1e-300"}, "-scale must be between 0.001 and 1e+06"},
 		{[]string{"-seeds", "3", "-seed", "2"}, "-seed and -seeds: give one"},
 		{[]string{"-seeds", "3", "-baseline", "nope"}, `unknown baseline "nope"`},
 		// A baseline is checked whenever it is given, and an estate's
