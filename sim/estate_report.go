@@ -52,7 +52,11 @@ func writeEstateTable(w io.Writer, sc *Scenario, results []*Result) error {
 		if r.Aborted {
 			mk = ">" + mk
 		}
-		line := fmt.Sprintf("%s\t%s\t%.2f\t", r.Strategy, mk, ratio(r.Makespan, r.Ideal))
+		over := fmt.Sprintf("%.2f", ratio(r.Makespan, r.Ideal))
+		if r.Aborted {
+			over = ">" + over // of a makespan that is a bound
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t", r.Strategy, mk, over)
 		if affected {
 			done := secs(r.Unaffected())
 			if r.UnaffectedCut {

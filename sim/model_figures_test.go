@@ -41,3 +41,33 @@ func TestTheTableLeavesAModelFigureNotGivenEmpty(t *testing.T) {
 		t.Errorf("the row of %s, whose model gives no efficiency and a rejected share of 0.03: %q; want its 11 figures, then 3.0%% alone", CloudgGoodput, got)
 	}
 }
+
+// A run the time limit cut has a makespan that is a bound (">60.0s"), not
+// the time its work took, and so has the ratio of the ideal to it: the
+// table prints the ideal over the makespan of default cut at 60 s as
+// "<1.83", not as 1.83 (faster than the ideal), and an estate's
+// makespan over its ideal as ">".
+func TestTheTableBoundsTheRatioOfACutRun(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	cut := &Result{Strategy: CloudgAIMD, Calls: 2400, Succeeded: 1300, Lost: 1100, Aborted: true, Makespan: 60e9, Ideal: 110e9}
+	var b bytes.Buffer
+	if err := WriteTable(&b, sc, []*Result{cut}); err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(b.String()) {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == CloudgAIMD && f[2] != "<1.83*" {
+			t.Errorf("the row of a run cut at 60 s, ideal 110 s: %q; want an ideal/makespan of <1.83*", f)
+		}
+	}
+	es, _ := Builtin(ScenarioEstateUniform)
+	cut = &Result{Strategy: Plain, Calls: 2384, Succeeded: 1000, Lost: 1384, Aborted: true, Makespan: 30e9, Ideal: 55e9}
+	b.Reset()
+	if err := WriteTable(&b, es, []*Result{cut}); err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(b.String()) {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == Plain && f[2] != ">0.55" {
+			t.Errorf("the estate's row of a run cut at 30 s, ideal 55 s: %q; want a makespan/ideal of >0.55", f)
+		}
+	}
+}

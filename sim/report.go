@@ -35,6 +35,9 @@ func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
 			mk = ">" + mk
 		}
 		eff := fmt.Sprintf("%.2f", r.Efficiency())
+		if r.Aborted {
+			eff = "<" + eff // of a makespan that is a bound
+		}
 		if r.Lost > 0 {
 			eff += "*"
 			lost = true
