@@ -102,6 +102,9 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"provider: {transient_error_rate: 1}", "provider.transient_error_rate: must be in [0, 1)"},
 		{"provider: {retry_after: maybe}", `provider.retry_after: must be true or false, not "maybe"`},
 		{"client: {rate: 0}", "client.rate: must be > 0"},
+		// x/time/rate's burst is an int: 1e300 overflowed it, and static
+		// sent nothing until the time limit.
+		{"client: {burst: 1e300}", "client.burst: must be at most 2147483647"},
 		{"client: {breaker_threshold: 0}", "client.breaker_threshold: must be >= 1 (failsafe's breaker would open on no failure)"},
 		{"strategies: [aws-standard, governor]", `strategies[1]: unknown strategy "governor"`},
 		{"base: nope", `base: unknown scenario "nope"`},

@@ -615,6 +615,10 @@ func (s *Scenario) Validate() error {
 	if !(s.Client.Burst >= 1) {
 		return &Error{Path: "client.burst", Msg: "must be >= 1"}
 	}
+	if s.Client.Burst > math.MaxInt32 {
+		// static's x/time/rate limiter takes its burst as an int.
+		return &Error{Path: "client.burst", Msg: fmt.Sprintf("must be at most %d", math.MaxInt32)}
+	}
 	if s.Client.BreakerThreshold < 1 && s.Estate == nil && slices.Contains(s.StrategyList(), Failsafe) {
 		// failsafe-go's breaker counts failures up to the threshold: at
 		// 0 it opens on none, and rejects calls the provider would serve.
