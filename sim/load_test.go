@@ -105,6 +105,10 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		// x/time/rate's burst is an int: 1e300 overflowed it, and static
 		// sent nothing until the time limit.
 		{"client: {burst: 1e300}", "client.burst: must be at most 2147483647"},
+		// failsafe's limiter takes the interval between requests as a
+		// Duration: 1 s / 1e-12 overflowed it, and failsafe sent 95
+		// requests in 60 s.
+		{"client: {rate: 1e-12}", "client.rate: must be >= 1e-09"},
 		{"client: {breaker_threshold: 0}", "client.breaker_threshold: must be >= 1 (failsafe's breaker would open on no failure)"},
 		{"strategies: [aws-standard, governor]", `strategies[1]: unknown strategy "governor"`},
 		{"base: nope", `base: unknown scenario "nope"`},

@@ -612,6 +612,11 @@ func (s *Scenario) Validate() error {
 	if !(s.Client.Rate > 0) {
 		return &Error{Path: "client.rate", Msg: "must be > 0"}
 	}
+	if s.Client.Rate < minClientRate {
+		// failsafe's limiter takes the interval between two requests as
+		// a Duration, which a slower rate overflows.
+		return &Error{Path: "client.rate", Msg: fmt.Sprintf("must be >= %g", minClientRate)}
+	}
 	if !(s.Client.Burst >= 1) {
 		return &Error{Path: "client.burst", Msg: "must be >= 1"}
 	}
@@ -639,6 +644,10 @@ func (s *Scenario) Validate() error {
 	}
 	return nil
 }
+
+// minClientRate is the slowest client.rate: one request in some 32 years,
+// an interval between requests that a Duration still holds.
+const minClientRate = 1e-9
 
 // validateActions reports the first action the provider's settings name
 // that the workload does not call: its limit, change, tenant, pause or
