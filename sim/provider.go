@@ -117,13 +117,19 @@ func (b *pbucket) advance(tenant *tenantDraw, action string, t time.Duration) {
 }
 
 // untilToken returns how long b, brought to t, takes to hold a token at
-// its refill then (a second when it refills nothing).
+// its refill then (a second when it refills nothing), at most maxUntil.
 func (b *pbucket) untilToken(tenant *tenantDraw, action string, t time.Duration) time.Duration {
 	if net := b.rate - tenant.rate(action, b.rate, t); net > 0 {
-		return time.Duration(math.Max(0, 1-b.tokens) / net * float64(time.Second))
+		return time.Duration(math.Min(math.Max(0, 1-b.tokens)/net*float64(time.Second), float64(maxUntil)))
 	}
 	return time.Second
 }
+
+// maxUntil bounds untilToken: some 146 years, half of what a Duration
+// holds, so that a refill too slow for one (a tenant taking all of the
+// limit but 1e-12 rps) gives a hint that far off rather than a Duration
+// that wrapped negative, and a wait added to it does not wrap either.
+const maxUntil = time.Duration(1 << 62)
 
 // left returns what the provider's buckets did not serve by t, summed over
 // them: the tokens they hold at t (Result.Unused) and the refill they lost

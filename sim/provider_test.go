@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -468,6 +469,27 @@ func TestProviderChangeAtTheStart(t *testing.T) {
 		p := newProvider(spec, []string{"A"}, SystemClock{}, time.Now(), 1, &recorder{})
 		if ok, th, _, _ := send(t, p, "A", 5, 0); ok != 1 {
 			t.Errorf("burst cut to 1 at 0 s, five requests at once (1 ms each): %d ok, %d throttled; want 1 ok", ok, th)
+		}
+	})
+}
+
+// A throttle's hint is the time until the bucket holds a token again,
+// however far off: a bucket of 1 rps of which a tenant takes all but
+// 1e-12 refills a token in some 31,700 years, and its hint says so, not a
+// millisecond (the time overflowed a Duration and wrapped negative).
+func TestProviderHintOfASlowRefill(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spec := testSpec()
+		spec.Rate, spec.Burst, spec.RetryAfter = 1, 1, true
+		spec.Tenant = &Tenant{Rate: 1 - 1e-12}
+		p := newProvider(spec, []string{"A"}, SystemClock{}, time.Now(), 1, &recorder{})
+		_, _, _, last := send(t, p, "A", 2, 0)
+		var ae *APIError
+		if !errors.As(last, &ae) {
+			t.Fatalf("the second request: %v, want a throttle", last)
+		}
+		if ms, err := strconv.ParseInt(ae.Header().Get("X-Amz-Retry-After"), 10, 64); err != nil || ms < int64(365*24*time.Hour/time.Millisecond) {
+			t.Errorf("X-Amz-Retry-After %q (Retry-After %q) for a token some 31,700 years off; want at least a year", ae.Header().Get("X-Amz-Retry-After"), ae.Header().Get("Retry-After"))
 		}
 	})
 }
