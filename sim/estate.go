@@ -239,21 +239,27 @@ func (e *Estate) summary(sc *Scenario) string {
 	}
 	fmt.Fprintf(&b, "; burst %d s of refill; sizes %v", BurstSeconds, e.Sizes)
 	p := sc.Provider
-	for _, w := range p.Pauses {
-		if w.AtFirst {
-			fmt.Fprintf(&b, "; %s paused for %s from its first request (Retry-After)", w.Action, secs(w.To-w.From))
-		} else {
-			fmt.Fprintf(&b, "; %s paused %s-%s (Retry-After)", w.Action, secs(w.From), secs(w.To))
-		}
-	}
-	for _, d := range p.Dead {
-		fmt.Fprintf(&b, "; %s throttled for good", d)
-	}
+	p.describeStops(&b, "; ")
 	if t := p.Tenant; t != nil {
 		b.WriteString("; " + t.describe())
 	}
 	fmt.Fprintf(&b, "; latency %s median, %s p99", secs(p.LatencyMedian), secs(p.LatencyP99))
 	return b.String()
+}
+
+// describeStops writes what the provider pauses and throttles for good,
+// each after sep.
+func (p *ProviderSpec) describeStops(b *strings.Builder, sep string) {
+	for _, w := range p.Pauses {
+		if w.AtFirst {
+			fmt.Fprintf(b, "%s%s paused for %s from its first request (Retry-After)", sep, w.Action, secs(w.To-w.From))
+		} else {
+			fmt.Fprintf(b, "%s%s paused %s-%s (Retry-After)", sep, w.Action, secs(w.From), secs(w.To))
+		}
+	}
+	for _, d := range p.Dead {
+		fmt.Fprintf(b, "%s%s throttled for good", sep, d)
+	}
 }
 
 // describe says what the tenant takes.

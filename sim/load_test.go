@@ -314,3 +314,20 @@ func TestParseBreakerThresholdOfNoFailures(t *testing.T) {
 		t.Errorf("breaker_threshold 0 without failsafe: error %v, want none", err)
 	}
 }
+
+// The summary says what the provider pauses and throttles for good, as an
+// estate's does: a file that pauses DescribeVolumes for a minute and
+// kills DescribeInstances has a table whose header says so, not one that
+// reads as the default scenario's.
+func TestSummaryGivesPausesAndDeadActions(t *testing.T) {
+	sc, err := Parse([]byte("provider: {pauses: [{action: DescribeVolumes, from_seconds: 10, to_seconds: 70}, {action: DescribeVolumes, to_seconds: 30, at_first: true}], dead: [DescribeInstances]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sc.Summary()
+	for _, want := range []string{"DescribeVolumes paused 10.0s-70.0s (Retry-After)", "DescribeVolumes paused for 30.0s from its first request (Retry-After)", "DescribeInstances throttled for good"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary %q lacks %q", s, want)
+		}
+	}
+}

@@ -127,6 +127,7 @@ func (s *Scenario) Summary() string {
 	for _, o := range p.Outages {
 		fmt.Fprintf(&b, ", outage %s-%s", secs(o.From), secs(o.To))
 	}
+	p.describeStops(&b, ", ")
 	if p.RetryAfter {
 		b.WriteString(", Retry-After hints")
 	}
