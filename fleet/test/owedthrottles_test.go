@@ -131,7 +131,6 @@ func TestAnOutagesThrottlesWrittenBackTwiceCountOnce(t *testing.T) {
 					b.Reserve(0)
 					pxs, stores, buckets = append(pxs, px), append(stores, s), append(buckets, b)
 				}
-				o := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 				// A first write-back, of another scope's throttle, so that
 				// Redis holds its script: the answer lost is the script's.
 				pxs[0].RefuseNext(loading)
@@ -170,6 +169,10 @@ func TestAnOutagesThrottlesWrittenBackTwiceCountOnce(t *testing.T) {
 				if name != two && stores[0].Stats().RedisErrors == errs {
 					t.Fatal("the write-back's answer was not lost")
 				}
+				// The fleet's rate, read by a process opened now: one live
+				// through the outage would be counted in the processes'
+				// shares of the local limits above.
+				o := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 				if got := o.Bucket(vpcsKey, spec, 0).Snapshot(0).Rate; got != 25 {
 					t.Errorf("%s: the fleet's rate %v rps, want 25 (halved once per event)", name, got)
 				}
