@@ -178,9 +178,16 @@ func WithProcessID(id string) Option { return optionFunc(func(c *config) { c.id 
 
 // WithLeaseWindow sets how many tokens a process borrows at a time, as the
 // time they last at the current rate divided among the live processes
-// (default 100 ms; see the package documentation for what it trades).
+// (default 100 ms; see the package documentation for what it trades). A d
+// of 0 or less keeps the default, as the other durations' options do: it
+// would lease no token ahead and read the bucket's pause again from Redis
+// at every call. WithMaxLease(1) is how to borrow one token at a time.
 func WithLeaseWindow(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.leaseWindow = d })
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.leaseWindow = d
+		}
+	})
 }
 
 // WithMaxLease caps the tokens borrowed at a time (default 64); 1 makes

@@ -250,3 +250,28 @@ func TestOutOfRangeDurationsKeepTheDefaults(t *testing.T) {
 		}
 	})
 }
+
+// WithLeaseWindow of zero or less keeps the default window, as the other
+// durations' options keep theirs: a process given it borrows tokens ahead
+// as one with the default does, rather than going to Redis for each call
+// (a lease of no token, and the bucket's pause read again every call).
+func TestALeaseWindowOfZeroOrLessKeepsTheDefault(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		calls := func(opts ...fleet.Option) int64 {
+			p := newProcess(t, be, uniquePrefix(t), leasedConfig, opts...)
+			before := p.store.Stats().RedisCalls
+			for range 20 {
+				if err := p.do(t, vpcs, ok); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return p.store.Stats().RedisCalls - before
+		}
+		base := calls()
+		for _, d := range []time.Duration{0, -time.Second} {
+			if n := calls(fleet.WithLeaseWindow(d)); n > base+2 {
+				t.Errorf("WithLeaseWindow(%v): 20 calls made %d Redis calls; with the default window, %d", d, n, base)
+			}
+		}
+	})
+}
