@@ -65,13 +65,38 @@ func accountID(sc resilience.Scope) string {
 	return sc.Account
 }
 
-// text returns s as valid UTF-8: s itself when it is, else with U+FFFD
-// for each run of bytes that is not.
-func text(s string) string {
-	if utf8.ValidString(s) {
+// maxValue is the most bytes of a scope part's attribute: more than any
+// provider's name of a service, an operation, an account or a region, and
+// within the label values of Cloud Monitoring and CloudWatch (1,024
+// characters), so that a part of caller data 10 KB long makes no 10 KB
+// label on each of its series. maxErrorText is a throttle's answer's, on a span.
+const (
+	maxValue     = 256
+	maxErrorText = 1 << 10
+)
+
+// text returns s as a scope part's attribute value: valid UTF-8, with
+// U+FFFD for each run of bytes that is not, and at most maxValue bytes,
+// cut short at a rune and ended with … when longer.
+func text(s string) string { return bounded(s, maxValue) }
+
+// bounded returns s as valid UTF-8 (U+FFFD for each run of bytes that is
+// not) of at most n bytes: s itself when it is, else cut short at a rune
+// and ended with … (three bytes).
+func bounded(s string, n int) string {
+	if len(s) <= n && utf8.ValidString(s) {
 		return s
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }
 
 // errorText is err's message, as a throttle's cloudg.error attribute says
@@ -84,7 +109,7 @@ func errorText(err error) string {
 	if r != nil {
 		return fmt.Sprintf("unreadable error (a method of %T (Error) panicked: %v)", err, r)
 	}
-	return text(msg)
+	return bounded(msg, maxErrorText)
 }
 
 // maxCached bounds the attribute sets an Observer keeps: a sweep over a

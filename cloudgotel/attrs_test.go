@@ -1,7 +1,10 @@
 package cloudgotel
 
 import (
+	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -80,5 +83,37 @@ func TestAttributeCacheIsBounded(t *testing.T) {
 func TestBreakerValues(t *testing.T) {
 	if breakerValue(state.Closed) != 0 || breakerValue(state.HalfOpen) != 1 || breakerValue(state.Open) != 2 {
 		t.Fatal("breaker values")
+	}
+}
+
+// A part is caller data of any length: each attribute of a scope is at
+// most maxValue bytes of valid UTF-8, cut at a rune, so that a 10 KB part
+// makes no 10 KB label on every series (a backend refuses, or drops, a
+// label value past its limit), and a throttle's answer on a span is
+// bounded too, at 1 KB.
+func TestAttributesAreBounded(t *testing.T) {
+	const maxValue = 256                          // the bound the package's documentation gives
+	long := strings.Repeat("é", 5<<10) + "\n\xff" // 10 KB of two-byte runes, then a newline and a byte that is not UTF-8
+	sc := resilience.Scope{Provider: "x" + long, Account: long, Region: long, Service: long, Operation: "a" + long}
+	kv := (&config{}).scopeAttrs(sc)
+	if len(kv) != 5 {
+		t.Fatalf("%d attributes, want 5", len(kv))
+	}
+	for _, a := range kv {
+		v := a.Value.AsString()
+		if len(v) > maxValue || !utf8.ValidString(v) {
+			t.Errorf("%s: %d bytes (valid UTF-8: %t), want at most %d of valid UTF-8", a.Key, len(v), utf8.ValidString(v), maxValue)
+		}
+		if !strings.HasSuffix(v, "…") {
+			t.Errorf("%s does not say it was cut: ...%q", a.Key, v[max(0, len(v)-8):])
+		}
+	}
+	if v := errorText(errors.New(long)); len(v) > 1<<10 || !utf8.ValidString(v) || !strings.HasSuffix(v, "…") {
+		t.Errorf("cloudg.error: %d bytes (valid UTF-8: %t), want at most %d of valid UTF-8, marked cut", len(v), utf8.ValidString(v), 1<<10)
+	}
+	// A part within the bound is as it is.
+	short := strings.Repeat("a", maxValue)
+	if got := attrsOf((&config{}).scopeAttrs(resilience.Scope{Provider: "aws", Service: short}))["rpc.service"]; got != short {
+		t.Errorf("a part of %d bytes was changed to %q", maxValue, got)
 	}
 }

@@ -82,7 +82,12 @@
 // kind, organizations/123), as valid UTF-8 (a part that is not, caller data,
 // has U+FFFD for each run of bytes that is not, as has a throttle's
 // answer on a span: an exporter refuses such a value, Prometheus's
-// registry the whole scrape). cloudg.inflight and cloudg.waiting have the
+// registry the whole scrape), of at most 256 bytes (a longer part, caller
+// data too, is cut short at a character and ended with …, so that a
+// 10 KB part makes no 10 KB label on each of its series; scopes
+// whose parts differ only past there share their series, added up as
+// WithoutAccount's are; a throttle's answer on a span is cut at 1 KB).
+// cloudg.inflight and cloudg.waiting have the
 // provider and account only, and cloudg.retry_budget and the
 // cloudg.provider gauges the provider only, since those are what they
 // belong to. WithoutAccount and
