@@ -35,19 +35,44 @@ const (
 // is not is written U+FFFD, so that scopes that differ only there share
 // their series, added up as WithoutAccount's are.
 func (c *config) scopeAttrs(sc resilience.Scope) []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 6)
-	kv = append(kv, semconv.CloudProviderKey.String(text(sc.Provider)))
+	return c.attrsOf(c.values(sc))
+}
+
+// values returns sc as its attributes say it: each part its attribute's
+// value (text; the account accountID's), "" for those the configuration
+// drops.
+func (c *config) values(sc resilience.Scope) resilience.Scope {
+	v := resilience.Scope{Provider: text(sc.Provider)}
 	if sc.Account != "" && !c.noAccount {
-		kv = append(kv, semconv.CloudAccountID(text(accountID(sc))))
+		v.Account = text(accountID(sc))
 	}
 	if sc.Region != "" {
-		kv = append(kv, semconv.CloudRegion(text(sc.Region)))
+		v.Region = text(sc.Region)
 	}
 	if sc.Service != "" {
-		kv = append(kv, semconv.RPCService(text(sc.Service)))
+		v.Service = text(sc.Service)
 	}
 	if sc.Operation != "" && !c.noOperation {
-		kv = append(kv, semconv.RPCMethod(text(sc.Operation)))
+		v.Operation = text(sc.Operation)
+	}
+	return v
+}
+
+// attrsOf returns the attributes of v, a scope as values says it.
+func (c *config) attrsOf(v resilience.Scope) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 6)
+	kv = append(kv, semconv.CloudProviderKey.String(v.Provider))
+	if v.Account != "" {
+		kv = append(kv, semconv.CloudAccountID(v.Account))
+	}
+	if v.Region != "" {
+		kv = append(kv, semconv.CloudRegion(v.Region))
+	}
+	if v.Service != "" {
+		kv = append(kv, semconv.RPCService(v.Service))
+	}
+	if v.Operation != "" {
+		kv = append(kv, semconv.RPCMethod(v.Operation))
 	}
 	return kv
 }
@@ -127,8 +152,8 @@ type attrCache struct {
 }
 
 type cacheKey struct {
-	scope resilience.Scope
-	key   attribute.Key // "" for the scope's own
+	scope resilience.Scope // as its attributes say it (config.values)
+	key   attribute.Key    // "" for the scope's own
 	val   string
 }
 
@@ -144,20 +169,16 @@ type cached struct {
 // when key is set.
 func (a *attrCache) of(sc resilience.Scope, key attribute.Key, val string) *cached {
 	// Keyed by what the attributes show, so that the scopes that share a
-	// set (WithoutAccount's accounts, WithoutOperation's operations) share
-	// one entry: an estate of more accounts than the cache holds keeps its
-	// few sets cached.
-	if a.c.noAccount {
-		sc.Account = ""
-	}
-	if a.c.noOperation {
-		sc.Operation = ""
-	}
-	k := cacheKey{sc, key, val}
+	// set (WithoutAccount's accounts, WithoutOperation's operations, parts
+	// that differ only past maxValue) share one entry: an estate of more
+	// accounts than the cache holds keeps its few sets cached, and an
+	// entry holds no more of a part than its attribute (not 10 KB of a
+	// caller's string).
+	k := cacheKey{a.c.values(sc), key, val}
 	if v, ok := a.m.Load(k); ok {
 		return v.(*cached)
 	}
-	kv := a.c.scopeAttrs(sc)
+	kv := a.c.attrsOf(k.scope)
 	if key != "" {
 		kv = append(kv, key.String(val))
 	}

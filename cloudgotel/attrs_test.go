@@ -117,3 +117,26 @@ func TestAttributesAreBounded(t *testing.T) {
 		t.Errorf("a part of %d bytes was changed to %q", maxValue, got)
 	}
 }
+
+// The cache holds its scopes as their attributes say them: a scope of
+// 10 KB parts is kept as its bounded attributes, not as 50 KB of the
+// caller's strings (16,384 of them would hold 800 MB), and scopes whose
+// parts differ only past the bound share one entry, as they share their
+// series.
+func TestAttributeCacheHoldsBoundedParts(t *testing.T) {
+	a := attrCache{c: &config{}}
+	long := strings.Repeat("x", 10<<10)
+	first := a.of(resilience.Scope{Provider: "aws", Account: long + "1", Region: long, Service: long, Operation: long}, "", "")
+	if a.of(resilience.Scope{Provider: "aws", Account: long + "2", Region: long, Service: long, Operation: long}, "", "") != first {
+		t.Error("two scopes of one attribute set have two entries")
+	}
+	a.m.Range(func(k, _ any) bool {
+		sc := k.(cacheKey).scope
+		for _, p := range []string{sc.Provider, sc.Account, sc.Region, sc.Service, sc.Operation} {
+			if len(p) > maxValue {
+				t.Errorf("the cache holds a part of %d bytes", len(p))
+			}
+		}
+		return true
+	})
+}
