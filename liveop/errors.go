@@ -253,12 +253,16 @@ func (e *PanicError) Unwrap() []error {
 // function returned a value of another type than the caller's.
 type resultTypeError struct {
 	key       string
-	got, want reflect.Type
-	err       error // the operation's own error, if it returned one too
+	got, want reflect.Type // got nil: the function returned a nil value of an interface type
+	err       error        // the operation's own error, if it returned one too
 }
 
 func (e *resultTypeError) Error() string {
-	msg := fmt.Sprintf("liveop: operation %q returned %v, not %v", e.key, e.got, e.want)
+	got := "nil" // a nil value of the function's interface type
+	if e.got != nil {
+		got = e.got.String()
+	}
+	msg := fmt.Sprintf("liveop: operation %q returned %s, not %v", e.key, got, e.want)
 	if e.err != nil {
 		msg += " (and the error: " + e.err.Error() + ")"
 	}

@@ -314,6 +314,11 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 	}
 	val, err := g.await(ctx, inside, f)
 	if val == nil {
+		if err == nil && reflect.TypeFor[T]().Kind() != reflect.Interface {
+			// The function, of an interface type, returned a nil value,
+			// which is no value of T (an int, a *T: v.(T) fails on it).
+			return zero, &resultTypeError{key: req.Key, want: reflect.TypeFor[T]()}
+		}
 		return zero, err
 	}
 	v, ok := val.(T)

@@ -137,3 +137,40 @@ func TestJoinWithAnotherResultType(t *testing.T) {
 		<-b
 	})
 }
+
+// A caller of a type that cannot be nil (int) that joins an operation
+// whose function, of an interface type, returned a nil value and no error
+// gets the type's error, not a zero it could take for the result.
+func TestJoinNilInterfaceResultWithAnotherType(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		a := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), g, req("n", "aws/1"), func(context.Context) (any, error) {
+				time.Sleep(time.Second)
+				return nil, nil
+			})
+			a <- err
+		}()
+		synctest.Wait()
+		// Another interface type takes the nil value as its own nil.
+		other := make(chan error, 1)
+		go func() {
+			v, err := Run(context.Background(), g, req("n", "aws/1"), func(context.Context) (fmt.Stringer, error) { return nil, nil })
+			if v != nil {
+				err = fmt.Errorf("got %v", v)
+			}
+			other <- err
+		}()
+		n, err := Run(context.Background(), g, req("n", "aws/1"), func(context.Context) (int, error) { return 1, nil })
+		if n != 0 || !errors.Is(err, ErrResultType) || err.Error() != `liveop: operation "n" returned nil, not int` {
+			t.Fatalf("got %d, %v; want the type's error", n, err)
+		}
+		if err := <-a; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-other; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
