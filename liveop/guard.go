@@ -114,6 +114,7 @@ type flight struct {
 	done    chan struct{} // closed when the result is set: on leaving phaseRunning, but for phaseAbandoned
 	val     any
 	err     error
+	own     bool // val and err are what its function returned: not a panic's, nor the timeout refusal
 	cancel  context.CancelCauseFunc
 }
 
@@ -312,12 +313,12 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 	if err != nil {
 		return zero, err
 	}
-	val, err := g.await(ctx, inside, f)
+	val, err, own := g.await(ctx, inside, f)
 	if val == nil {
-		if err == nil && reflect.TypeFor[T]().Kind() != reflect.Interface {
+		if own && reflect.TypeFor[T]().Kind() != reflect.Interface {
 			// The function, of an interface type, returned a nil value,
 			// which is no value of T (an int, a *T: v.(T) fails on it).
-			return zero, &resultTypeError{key: req.Key, want: reflect.TypeFor[T]()}
+			return zero, &resultTypeError{key: req.Key, want: reflect.TypeFor[T](), err: err}
 		}
 		return zero, err
 	}
@@ -677,13 +678,14 @@ func (g *Guard) run(ctx context.Context, f *flight, fn func(context.Context) (an
 			}
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
+		own := returned
 		if f.timeout > 0 && context.Cause(ctx) == context.DeadlineExceeded {
 			// fn returned on its timeout, maybe before expire ran: the
 			// callers get the timeout refusal all the same.
-			val, err = nil, timeoutError(slices.Clone(f.scopes), f.timeout, context.DeadlineExceeded)
+			val, err, own = nil, timeoutError(slices.Clone(f.scopes), f.timeout, context.DeadlineExceeded), false
 		}
 		stop()
-		g.finish(f, val, err)
+		g.finish(f, val, err, own)
 		f.cancel(context.Canceled)
 	}()
 	val, err = callOperation(ctx, fn)
@@ -776,17 +778,19 @@ func (g *Guard) join(f *flight) {
 	g.joined++
 }
 
-// finish ends the operation f, whose function returned val and err (or
-// the timeout refusal, past its timeout): it frees the operation's slots,
+// finish ends the operation f, whose function returned val and err (own),
+// or panicked (err its *PanicError), or ran past its timeout (err the
+// timeout refusal): it frees the operation's slots,
 // starts its scopes' cooldown and gives its callers the result, unless its
 // timeout already did or every caller has gone.
-func (g *Guard) finish(f *flight, val any, err error) {
+func (g *Guard) finish(f *flight, val any, err error, own bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var failed bool
 	switch f.phase {
 	case phaseRunning:
 		failed = err != nil
+		f.own = own
 		f.deliver(val, err)
 	case phaseTimedOut, phaseAbandoned:
 		// Nobody is left to get the result: the operation failed,
@@ -846,11 +850,12 @@ func (f *flight) deliver(val any, err error) {
 }
 
 // await waits for the operation's result or for ctx; the last caller to go
-// cancels the operation. inside is the operation whose function made the
+// cancels the operation. own reports whether the result is what the
+// operation's function returned (flight.own). inside is the operation whose function made the
 // Run (nil: none), which waits for f no more once await returns. A panic
 // of ctx's Done, the caller's code, takes the caller off f as it goes on
 // up, as the end of ctx does.
-func (g *Guard) await(ctx context.Context, inside, f *flight) (any, error) {
+func (g *Guard) await(ctx context.Context, inside, f *flight) (_ any, _ error, own bool) {
 	if inside != nil {
 		defer func() {
 			g.mu.Lock()
@@ -869,14 +874,14 @@ func (g *Guard) await(ctx context.Context, inside, f *flight) (any, error) {
 	select {
 	case <-f.done:
 		waited = true
-		return f.val, f.err
+		return f.val, f.err, f.own
 	case <-ctx.Done():
 	}
 	waited = true
 	if g.depart(f) {
-		return f.val, f.err
+		return f.val, f.err, f.own
 	}
-	return nil, ctx.Err()
+	return nil, ctx.Err(), false
 }
 
 // depart takes a caller that has gone off the operation f (Guard.leave),

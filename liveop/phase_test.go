@@ -34,7 +34,7 @@ func opIn(t *testing.T, p phase) (*Guard, *flight) {
 		g.leave(f)
 		g.leave(f)
 	case phaseEnded:
-		g.finish(f, "v", nil)
+		g.finish(f, "v", nil, true)
 		delete(g.cooling, "aws/1")
 	}
 	if f.phase != p {
@@ -70,8 +70,8 @@ func TestOperationTransitions(t *testing.T) {
 		"join":        func(g *Guard, f *flight) (bool, bool) { g.join(f); return false, false },
 		"timeOut":     func(g *Guard, f *flight) (bool, bool) { g.timeOut(f); return false, false },
 		"leave":       func(g *Guard, f *flight) (bool, bool) { return g.leave(f) },
-		"finish(v)":   func(g *Guard, f *flight) (bool, bool) { g.finish(f, "v", nil); return false, false },
-		"finish(err)": func(g *Guard, f *flight) (bool, bool) { g.finish(f, nil, errors.New("x")); return false, false },
+		"finish(v)":   func(g *Guard, f *flight) (bool, bool) { g.finish(f, "v", nil, true); return false, false },
+		"finish(err)": func(g *Guard, f *flight) (bool, bool) { g.finish(f, nil, errors.New("x"), true); return false, false },
 	}
 	rows := []struct {
 		from phase

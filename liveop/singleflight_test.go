@@ -174,3 +174,48 @@ func TestJoinNilInterfaceResultWithAnotherType(t *testing.T) {
 		}
 	})
 }
+
+// As with a value of another type, the operation's own error that came
+// with a nil value of an interface type is not all a caller of a type
+// that cannot be nil gets: the type's error wraps it. A timeout or a
+// panic, which no function's value came with, is the caller's error
+// whatever its type.
+func TestJoinNilInterfaceResultAndErrorWithAnotherType(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		partial := errors.New("partial")
+		a := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), g, req("n", "aws/1"), func(context.Context) (any, error) {
+				time.Sleep(time.Second)
+				return nil, partial
+			})
+			a <- err
+		}()
+		synctest.Wait()
+		n, err := Run(context.Background(), g, req("n", "aws/1"), func(context.Context) (int, error) { return 1, nil })
+		if n != 0 || !errors.Is(err, ErrResultType) || !errors.Is(err, partial) ||
+			err.Error() != `liveop: operation "n" returned nil, not int (and the error: partial)` {
+			t.Fatalf("got %d, %v; want the type's error with the operation's", n, err)
+		}
+		if err := <-a; err != partial {
+			t.Fatal(err)
+		}
+
+		b := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), g, Request{Key: "t", Scopes: []string{"aws/2"}, Timeout: time.Second}, func(ctx context.Context) (any, error) {
+				<-ctx.Done()
+				return nil, nil
+			})
+			b <- err
+		}()
+		synctest.Wait()
+		if _, err := Run(context.Background(), g, req("t", "aws/2"), func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, ErrTimeout) || errors.Is(err, ErrResultType) {
+			t.Fatalf("%v; want the timeout refusal alone", err)
+		}
+		if err := <-b; !errors.Is(err, ErrTimeout) {
+			t.Fatal(err)
+		}
+	})
+}
