@@ -24,11 +24,7 @@ func TestAnACLUserWritesBackAThrottle(t *testing.T) {
 	ctx := context.Background()
 	admin := be.client()
 	user, pw, prefix := "cloudg-test-"+randomHex(4), randomHex(16), uniquePrefix(t)
-	rule := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pw, "~" + prefix + ":*", "resetchannels", "-@all"}
-	for _, c := range aclCommands {
-		rule = append(rule, c)
-	}
-	if err := admin.Do(ctx, rule...).Err(); err != nil {
+	if err := admin.Do(ctx, aclUser(user, pw, prefix)...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

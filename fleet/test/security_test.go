@@ -39,6 +39,17 @@ import (
 var aclCommands = strings.Fields("+evalsha +eval +time +exists +del +hmget +hget +hgetall +hset +hdel +pexpire +pttl +get +set " +
 	"+zadd +zremrangebyscore +zcard +cluster|slots +command")
 
+// aclUser returns the ACL SETUSER command that makes user, of password pw,
+// a fleet's Redis user as the README's line does: aclCommands on the keys
+// of prefix alone, nothing else.
+func aclUser(user, pw, prefix string) []any {
+	rule := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pw, "~" + prefix + ":*", "resetchannels", "-@all"}
+	for _, c := range aclCommands {
+		rule = append(rule, c)
+	}
+	return rule
+}
+
 // realBackends are the real Redis servers ./scripts/test starts.
 func realBackends(t *testing.T) []backend {
 	var bs []backend
@@ -121,10 +132,7 @@ func TestAnACLUserConfinedToThePrefix(t *testing.T) {
 			ctx := context.Background()
 			admin := be.client()
 			user, pw, prefix := "cloudg-test-"+randomHex(4), randomHex(16), uniquePrefix(t)
-			rule := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pw, "~" + prefix + ":*", "resetchannels", "-@all"}
-			for _, c := range aclCommands {
-				rule = append(rule, c)
-			}
+			rule := aclUser(user, pw, prefix)
 			eachNode(t, admin, func(c doer) error { return c.Do(ctx, rule...).Err() })
 			t.Cleanup(func() {
 				eachNode(t, admin, func(c doer) error { return c.Do(ctx, "ACL", "DELUSER", user).Err() })
