@@ -250,7 +250,9 @@ func (gd *Guard) holdProbe() {
 // asked only once the breaker refused the call, as nested is asked only
 // when no slot is free, so the common call pays nothing for it. With
 // opened not nil, the lookup gathers there the channels a call that waits
-// for the verdict looks again on (see lender).
+// for the verdict looks again on (see lender), and, when another nested
+// call borrowed the probe between the lookup and this call's turn, the
+// one closed as that call gives it back.
 func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration, opened *[]<-chan struct{}) bool {
 	outer := gd.lender(ctx, opened)
 	if outer == nil {
@@ -263,8 +265,24 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration, opened *[]<
 	// One compare-and-swap, so that of two calls nested in the same
 	// attempt one borrows the probe; the enclosing call reads its lease
 	// once its attempt is over.
-	if !atomic.CompareAndSwapUint32((*uint32)(&outer.lease), uint32(leaseProbe), uint32(leaseLent)) {
-		return false
+	for !atomic.CompareAndSwapUint32((*uint32)(&outer.lease), uint32(leaseProbe), uint32(leaseLent)) {
+		// Another call nested in the attempt borrowed it since lender read
+		// it: a call that waits for the verdict looks again as that one
+		// gives it back, as lender has it (the channel taken before the
+		// lease is read again), rather than wait out the probe's lease.
+		if opened == nil {
+			return false
+		}
+		back := outer.lends().backChan()
+		switch lease(atomic.LoadUint32((*uint32)(&outer.lease))) {
+		case leaseLent:
+			*opened = append(*opened, back)
+			return false
+		case leaseProbe:
+			// Given back meanwhile: borrow it.
+		default:
+			return false
+		}
 	}
 	gd.loanSettled()
 	gd.loanTurn = outer.probeTurn // read with the lease, while the attempt runs
