@@ -36,6 +36,10 @@
 // counts the tasks done, ended at a failed call and dropped, the calls
 // the cancellation ended and the planned calls never made.
 //
+// The command exits with 0 when every planned call succeeded, 3 when the
+// scans ran but a run's inventory is partial (a call failed, its loss in
+// a ledger), and 1 after an error (a cancelled scan among them).
+//
 // It needs no credentials and sends nothing anywhere.
 package main
 
@@ -67,26 +71,57 @@ func main() {
 	os.Exit(code)
 }
 
+// The command's exit statuses besides 0, every planned call a success.
+const (
+	exitError   = 1 // an error, the scan's cancellation among them
+	exitPartial = 3 // a run's inventory is partial: a call failed, its loss in a ledger
+)
+
 // command runs the command with the arguments args, its report to stdout,
 // its progress line to progress (nil: none), and returns its exit status:
-// 0, or 1 after an error, written to stderr once (the flag package writes
-// its own, with the usage).
+// 0; exitError after an error, written to stderr once (the flag package
+// writes its own, with the usage); or exitPartial when the scans ran but
+// a run lost calls (see status), so that a script running the scan tells
+// a partial inventory from a whole one without reading the report.
 func command(ctx context.Context, args []string, stdout, stderr io.Writer, progress func(string)) int {
 	o, err := parseFlags(args, stderr)
 	var written *flagError
+	var runs []*scanRun
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &written):
-		return 1
+		return exitError
 	case err == nil:
-		_, err = run(ctx, stdout, progress, o)
+		runs, err = run(ctx, stdout, progress, o)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "scan:", err)
-		return 1
+		return exitError
 	}
-	return 0
+	return status(runs, stderr)
+}
+
+// status is the exit status of runs that all ran to their end: 0, or
+// exitPartial when a run's inventory is partial (a collection's ledger
+// recorded a lost call, or a call failed), which it says on stderr.
+func status(runs []*scanRun, stderr io.Writer) int {
+	var partial []string
+	for i, r := range runs {
+		var lost, failed int64
+		for _, c := range r.colls {
+			lost += int64(c.ledger.Lost())
+			failed += c.failed.Load()
+		}
+		if lost > 0 || failed > 0 {
+			partial = append(partial, fmt.Sprintf("run %d: %d failed call(s), %d loss(es) in its ledgers", i+1, failed, lost))
+		}
+	}
+	if len(partial) == 0 {
+		return 0
+	}
+	fmt.Fprintf(stderr, "scan: partial inventory (%s); see each run's degraded tasks\n", strings.Join(partial, "; "))
+	return exitPartial
 }
 
 // flagError is an error of the flag package's, which it has written with

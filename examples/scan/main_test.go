@@ -220,6 +220,10 @@ func TestDefaultScenario(t *testing.T) {
 	if strings.Contains(report, "unaffected scopes") {
 		t.Error("a scenario without knobs reports unaffected scopes")
 	}
+	var stderr strings.Builder
+	if code := status(runs, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Errorf("a whole inventory: exit status %d, stderr %q; want 0 and nothing", code, stderr.String())
+	}
 }
 
 // The command's own way, the estate on a loopback port in real time,
@@ -474,6 +478,13 @@ func TestDeadScenario(t *testing.T) {
 	}
 	if want := total(plan(testSizes)) - testSizes.Secrets; r.outcomes[outcomeOK] != want {
 		t.Errorf("%d calls succeeded, want %d", r.outcomes[outcomeOK], want)
+	}
+	// The command exits with exitPartial, and says why: a script that
+	// runs the scan learns its inventory is partial from the status.
+	var stderr strings.Builder
+	want := fmt.Sprintf("scan: partial inventory (run 1: %d failed call(s), %d loss(es) in its ledgers); see each run's degraded tasks\n", testSizes.Secrets, testSizes.Secrets)
+	if code := status(runs, &stderr); code != exitPartial || stderr.String() != want {
+		t.Errorf("a scan that lost the dead scope's calls: exit status %d, stderr %q; want %d, %q", code, stderr.String(), exitPartial, want)
 	}
 }
 
