@@ -806,7 +806,7 @@ func TestTheProgressLineShowsThePoolsState(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			state := regexp.MustCompile(`^run 1: \S+, \d+ of \d+ calls made; \d+ queued \(~\S+ at current rates\), \d+ running, \d+ scopes waiting(, \d+ open)?$`)
+			state := regexp.MustCompile(`^run 1: \S+, \d+ of \d+ calls made; \d+ queued \(~\S+ at current rates\), \d+ running, (1 scope|(0|[2-9]|\d\d+) scopes) waiting(, \d+ open)?$`)
 			plain := regexp.MustCompile(`^run 1: \S+, \d+ of \d+ calls made$`)
 			// A tick between the pool's end and the run's has no pool to
 			// ask: the calls made alone.

@@ -174,7 +174,11 @@ func (p *byScope) Status() string {
 		}
 	}
 	s := strconv.Itoa(pr.Queued) + " queued (~" + pr.ETA.Round(100*time.Millisecond).String() + " at current rates), " +
-		strconv.Itoa(pr.Running) + " running, " + strconv.Itoa(waiting) + " scopes waiting"
+		strconv.Itoa(pr.Running) + " running, " + strconv.Itoa(waiting) + " scope"
+	if waiting != 1 {
+		s += "s"
+	}
+	s += " waiting"
 	if open > 0 {
 		s += ", " + strconv.Itoa(open) + " open"
 	}
