@@ -95,8 +95,8 @@ func endsAtDeadline(rdb redis.UniversalClient) bool {
 // unavailable reports whether err means Redis cannot serve the fleet now
 // (no answer, a timeout, a closed connection, or a refusal of every
 // command: loading, a replica, a cluster down or redirecting, an
-// authentication failure, out of memory, a script running too long),
-// rather than a refusal of one operation on its keys.
+// authentication failure, out of memory, a script running too long, its
+// maxclients reached), rather than a refusal of one operation on its keys.
 func unavailable(err error) bool {
 	code, reply := errorCode(err)
 	if !reply {
@@ -106,9 +106,19 @@ func unavailable(err error) bool {
 	case "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK",
 		"NOAUTH", "WRONGPASS", "OOM", "BUSY", "MISCONF", "NOREPLICAS":
 		return true
+	case "ERR":
+		// The one generic error that refuses every command: Redis
+		// answers a connection over its maxclients with it, then closes
+		// the connection.
+		var re redis.Error
+		return errors.As(err, &re) && strings.HasPrefix(re.Error(), maxClients)
 	}
 	return false
 }
+
+// maxClients is the error reply of a Redis that has as many connections
+// as its maxclients setting allows.
+const maxClients = "ERR max number of clients reached"
 
 // notRun reports whether err says for certain that Redis did not run the
 // command: an error reply (Redis refused it), or a connection that could

@@ -102,13 +102,14 @@ var errorReplies = []string{
 	"MOVED 16097 127.0.0.1:7303", "ASK 16097 127.0.0.1:7303", "NOAUTH Authentication required.",
 	"WRONGPASS invalid username-password pair or user is disabled.", "OOM command not allowed when used memory > 'maxmemory'.",
 	"BUSY Redis is busy running a script.", "MISCONF Redis is configured to save RDB snapshots", "NOREPLICAS Not enough good replicas to write.",
+	"ERR max number of clients reached",
 	// one operation's
 	"WRONGTYPE Operation against a key holding the wrong kind of value",
 	"NOPERM this user has no permissions to access one of the keys used as arguments",
 	"ERR user_script:12: Script attempted to access nonexistent global variable",
 }
 
-const unavailableReplies = 13
+const unavailableReplies = 14
 
 // A refusal of every command, or no answer, is Redis unavailable; a
 // refusal of one operation on its keys is not. Either refusal says that
