@@ -121,13 +121,14 @@ func unavailable(err error) bool {
 const maxClients = "ERR max number of clients reached"
 
 // notRun reports whether err says for certain that Redis did not run the
-// command: an error reply (Redis refused it), or a connection that could
-// not be made. Any other error (a timeout, a connection that closed) may
-// have come after Redis ran it.
+// command: an error reply (Redis refused it), a connection that could not
+// be made, or none free in the client's pool in time (the command was
+// written to no connection). Any other error (a timeout, a connection that
+// closed) may have come after Redis ran it.
 func notRun(err error) bool {
 	var op *net.OpError
 	_, reply := errorCode(err)
-	return reply || (errors.As(err, &op) && op.Op == "dial")
+	return reply || (errors.As(err, &op) && op.Op == "dial") || errors.Is(err, redis.ErrPoolTimeout)
 }
 
 // late reports whether err, one unavailable reports, may be Redis's

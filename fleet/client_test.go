@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -144,8 +145,9 @@ func TestUnavailableReadsTheErrorCode(t *testing.T) {
 	}
 }
 
-// A connection that could not be made says, as an error reply does, that
-// Redis did not run the command; a timeout or a connection that closed may
+// A connection that could not be made, or none free in the client's pool,
+// says, as an error reply does, that Redis did not run the command (what it
+// counted is sent again, as nothing was); a timeout or a connection that closed may
 // have come after it did, so that what the command counted is not sent
 // again.
 func TestNotRunKnowsWhatRedisDidNotRun(t *testing.T) {
@@ -159,13 +161,36 @@ func TestNotRunKnowsWhatRedisDidNotRun(t *testing.T) {
 	if err := down.Get(context.Background(), "k").Err(); err == nil || !notRun(err) {
 		t.Errorf("a connection refused: notRun false (%v)", err)
 	}
+	// A command that waited for a connection of the client's pool in vain
+	// was never written to any.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go serveErrors(silent, nil) // answers no GET
+	busy := redis.NewClient(&redis.Options{Addr: silent.Addr().String(), MaxRetries: -1, PoolSize: 1, PoolTimeout: 50 * time.Millisecond, ReadTimeout: -1, Protocol: 2})
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		busy.Get(context.Background(), "k") // holds the pool's one connection until the client closes
+	}()
+	for busy.PoolStats().TotalConns == 0 {
+		runtime.Gosched()
+	}
+	err = busy.Get(context.Background(), "k").Err()
+	busy.Close()
+	<-held
+	if !errors.Is(err, redis.ErrPoolTimeout) || !notRun(err) {
+		t.Errorf("no connection free in the pool (%v): notRun %v, want true", err, notRun(err))
+	}
 	if notRun(context.DeadlineExceeded) || notRun(io.EOF) {
 		t.Error("a timeout or a closed connection read as a command Redis did not run")
 	}
 }
 
-// serveErrors answers each GET with the next of replies, as an error, and
-// the client's handshake as a RESP2 server does.
+// serveErrors answers each GET with the next of replies, as an error (none
+// with no replies), and the client's handshake as a RESP2 server does.
 func serveErrors(ln net.Listener, replies []string) {
 	next := 0
 	for {
@@ -188,8 +213,10 @@ func serveErrors(ln net.Listener, replies []string) {
 			}
 			switch {
 			case len(args) > 0 && strings.EqualFold(args[0], "GET"):
-				fmt.Fprintf(c, "-%s\r\n", replies[next%len(replies)])
-				next++
+				if len(replies) > 0 {
+					fmt.Fprintf(c, "-%s\r\n", replies[next%len(replies)])
+					next++
+				}
 			case len(args) > 0 && strings.EqualFold(args[0], "HELLO"):
 				io.WriteString(c, "-ERR unknown command 'HELLO'\r\n") // a RESP2 server
 			default:
