@@ -50,6 +50,7 @@ func (gd *Guard) setDeadline() {
 // provider with breaker_wait has a refused call wait for the verdict. It
 // returns the time the call was let through, at which it takes its token.
 func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, error) {
+	gd.dropLapsed(now)
 	retry := gd.retrying()
 	if !retry && gd.lease.holds() {
 		return now, nil
@@ -61,7 +62,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 		// Disabled since the call began: no longer governed, it asks no
 		// breaker (nor waits for a verdict) and takes no token (see Enter).
 		if gd.phase == phaseAwaiting {
-			gd.renewed = int32(gd.retries)
+			gd.renewed = gd.retries
 			gd.to(phaseRetryable)
 		}
 		return now, nil
@@ -79,7 +80,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 			return at, gd.last.err
 		}
 		now = at
-		gd.renewed = int32(gd.retries)
+		gd.renewed = gd.retries
 		gd.to(phaseRetryable)
 		if !gd.p.set.enabled {
 			return now, nil // disabled during the wait: no longer governed
@@ -109,7 +110,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 	if !ok && !gd.lease.ofProbe() {
 		var probe bool
 		if wait, ok, probe = gd.e.breaker.Allow(now); probe {
-			gd.probing()
+			gd.probing(now)
 		} else if ok {
 			gd.lease = leasePass
 			gd.loanSettled()
@@ -130,7 +131,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 			return now, gd.refuseWait(wait, ErrCircuitOpen)
 		}
 		if ok && retry && gd.last.kind == Transient {
-			gd.renewed = int32(gd.retries) // held until the verdict: attempts renewed (see verdict)
+			gd.renewed = gd.retries // held until the verdict: attempts renewed (see verdict)
 		}
 	}
 	if ok {
@@ -143,6 +144,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 // tryAdmit is admit without waiting, for TryEnter: the breaker's answer
 // now, or the probe an enclosing call of Begin's context lends.
 func (gd *Guard) tryAdmit(now time.Duration) (time.Duration, bool) {
+	gd.dropLapsed(now)
 	if !gd.retrying() && gd.lease.holds() {
 		return 0, true
 	}
@@ -161,7 +163,7 @@ func (gd *Guard) tryAdmit(now time.Duration) (time.Duration, bool) {
 // its cooldown, as Delay says). A breaker that never counted a failure
 // is not looked at further.
 func (gd *Guard) closedTo(now time.Duration) (time.Duration, bool) {
-	if (!gd.retrying() && gd.lease.holds()) || gd.lease.ofProbe() {
+	if ((!gd.retrying() && gd.lease.holds()) || gd.lease.ofProbe()) && !gd.probeLapsed(now) {
 		return 0, false
 	}
 	if !gd.e.breaker.Pristine() {
@@ -192,6 +194,7 @@ func (gd *Guard) closedTo(now time.Duration) (time.Duration, bool) {
 // open breaker even then, with no wait: a breaker_wait call asking it
 // again spun).
 func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
+	gd.dropLapsed(now)
 	if gd.lease.ofProbe() {
 		if wait, ok := gd.e.breaker.AllowProbe(now); ok {
 			gd.holdProbe()
@@ -202,7 +205,7 @@ func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 	}
 	wait, ok, probe := gd.e.breaker.Allow(now)
 	if probe {
-		gd.probing()
+		gd.probing(now)
 	} else if ok {
 		gd.lease = leasePass
 		gd.loanSettled()
@@ -210,12 +213,55 @@ func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 	return wait, ok
 }
 
-// probing keeps the probe's lease the breaker granted, and reports the
-// breaker's move to half-open.
-func (gd *Guard) probing() {
+// probing keeps the probe's lease the breaker granted at now, with when
+// it runs out as the breaker's snapshot tells it (half-open, Wait the
+// lease left: see probeEnd), and reports the breaker's move to half-open.
+// A probe is let through once a cooldown at most, so that the snapshot
+// costs the common call nothing.
+func (gd *Guard) probing(now time.Duration) {
 	gd.holdProbe()
+	gd.probeEnd = 0
+	if s := gd.e.breaker.Snapshot(now); s.State == state.HalfOpen && s.Wait > 0 {
+		gd.probeEnd = max(leaseMs(now+s.Wait), 1) // 0 is "not told"
+	}
 	gd.loanSettled()
 	gd.recordProbe()
+}
+
+// probeLapsed reports whether the probe's lease the call holds or lent
+// ran out at now (see probeEnd): the breaker lets the next call that asks
+// through as the probe then, so that the call's next attempt, or its next
+// request, would be a second probe beside that one if it went on the
+// lease. It asks as any call does instead (dropLapsed).
+func (gd *Guard) probeLapsed(now time.Duration) bool {
+	return gd.lease.ofProbe() && lapsed(gd.probeEnd, now)
+}
+
+// dropLapsed gives up the probe's lease the call holds or lent, if it
+// ran out at now (probeLapsed): the call asks the breaker as any call,
+// which refuses it while another call's lease runs, or lets it through
+// as the probe again (a lease of its own) if none took it.
+func (gd *Guard) dropLapsed(now time.Duration) {
+	if gd.probeLapsed(now) {
+		gd.lease = leaseNone
+		gd.loanSettled()
+	}
+}
+
+// leaseMs is d, a reading of the governor's clock, in milliseconds
+// rounded up, modulo 2^32: the end of a probe's lease as Guard.probeEnd
+// holds it. Rounded up, a lease ends at most a millisecond after the
+// breaker's.
+func leaseMs(d time.Duration) uint32 {
+	return uint32((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// lapsed reports whether a probe's lease that ends at end (leaseMs; 0:
+// not told, never) ran out at now. The two are compared modulo 2^32
+// milliseconds, which is right while they are less than 24 days apart, far
+// longer than a lease or a call lasts.
+func lapsed(end uint32, now time.Duration) bool {
+	return end != 0 && int32(uint32(now/time.Millisecond)-end) >= 0
 }
 
 // probeTurns numbers the probe's leases the calls of the process take
@@ -259,6 +305,9 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration, opened *[]<
 		return false
 	}
 	defer outer.lookedIn()
+	if lapsed(outer.probeEnd, now) {
+		return false // the breaker may have let another call through as the probe
+	}
 	if _, ok := gd.e.breaker.AllowProbe(now); !ok {
 		return false // open again: the probe's lease ran out and another probe failed
 	}
@@ -287,6 +336,7 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration, opened *[]<
 	gd.loanSettled()
 	gd.loanTurn = outer.probeTurn // read with the lease, while the attempt runs
 	gd.holdProbe()
+	gd.probeEnd = outer.probeEnd // the lease lent runs out when its lender's does
 	gd.probeLoan = true
 	if gd.orphan != nil {
 		// A guard of Begin's: its End may come with a context that does

@@ -99,7 +99,7 @@ func later(now, d time.Duration) time.Duration {
 // A probe whose breaker opened again meanwhile (another call's failure)
 // holds nothing, and is refused as any call.
 func (gd *Guard) refusedAt(now, until time.Duration) bool {
-	if (!gd.retryNext() && gd.lease.holds()) || gd.e.breaker.Pristine() {
+	if (!gd.retryNext() && gd.lease.holds() && !gd.probeLapsed(now)) || gd.e.breaker.Pristine() {
 		return false
 	}
 	s := gd.e.breaker.Snapshot(now)

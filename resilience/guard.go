@@ -125,9 +125,20 @@ type Guard struct {
 	// keeps the call's retries and deadline, until the Guard's next move
 	// (to), a TryEnter's refusal not being one. Beside closed, in its
 	// padding.
-	again   bool
-	adm     *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
-	retries int        // retries of the current call; the first freeRetries are free
+	again bool
+	// retries counts the retries of the current call; the first
+	// freeRetries are free. 32 bits, beside probeEnd, so that a nesting
+	// call's allocation stays in its size class.
+	retries int32
+	// probeEnd is when the lease of the probe the call holds or lent
+	// (lease.ofProbe) runs out, as the breaker told it when it granted
+	// the lease (a borrowed lease's: its lender's), in the milliseconds
+	// of the governor's clock, rounded up, modulo 2^32 (see msOf); 0 when
+	// the breaker did not tell. Past it the breaker lets the next call
+	// through as the probe, and this call asks as any call does (see
+	// probeLapsed).
+	probeEnd uint32
+	adm      *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
 
 	held      *scopeEntry   // the entry whose buckets gave the tokens not yet used, for cancel
 	last      answer        // the last failed attempt's
@@ -335,7 +346,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		return err
 	}
 	var admitting time.Duration // the wait for the breaker: its verdict (breaker_wait), its cooldown
-	if !gd.lease.holds() || gd.retrying() {
+	if !gd.lease.holds() || gd.retrying() || gd.probeLapsed(now) {
 		from := now
 		var err error
 		if now, err = gd.admit(ctx, now); err != nil {
@@ -503,7 +514,7 @@ func (gd *Guard) TryEnter() error {
 					return coe
 				}
 			}
-			gd.renewed = int32(gd.retries)
+			gd.renewed = gd.retries
 			gd.to(phaseRetryable)
 		}
 	}
@@ -830,7 +841,7 @@ func (gd *Guard) Resend() bool {
 	if _, err := gd.allowRetry(now, 0); err != nil {
 		return false
 	}
-	gd.sdkLoop = int32(gd.retries)
+	gd.sdkLoop = gd.retries
 	return true
 }
 

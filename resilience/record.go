@@ -91,7 +91,7 @@ func (gd *Guard) recordBackoff(now time.Duration) {
 func (gd *Guard) recordRetry() {
 	gd.count(retriesTally)
 	if gd.observed() {
-		gd.emit(&observe.Event{Kind: observe.Retry, Retry: gd.retries, Wait: max(gd.prevSleep, gd.slept)})
+		gd.emit(&observe.Event{Kind: observe.Retry, Retry: int(gd.retries), Wait: max(gd.prevSleep, gd.slept)})
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // ThrottlingOnly policy.
 func (gd *Guard) outOfAttempts() bool {
 	l := gd.limits()
-	return gd.last.kind == Transient && !l.transient || gd.retries-int(gd.renewed)+1 >= l.attempts
+	return gd.last.kind == Transient && !l.transient || int(gd.retries-gd.renewed)+1 >= l.attempts
 }
 
 // exhausted records the failure of a call whose attempts ran out (the

@@ -266,7 +266,13 @@ type Breaker interface {
 	// through as its one probe.
 	Allow(now time.Duration) (wait time.Duration, ok, probe bool)
 	// AllowProbe lets the probe send its retries: true while the breaker is
-	// half-open or closed, false (with the wait) once it is open.
+	// half-open or closed, false (with the wait) once it is open. The
+	// governor asks it only while the probe's lease runs, as Snapshot told
+	// it just after Allow let the probe through (half-open, Wait the lease
+	// left): past the lease, Allow may have let another call through as
+	// the probe, and the first probe asks Allow as any call does, so that
+	// two probes never go at once. A Snapshot that tells no lease (Wait 0)
+	// leaves the probe on AllowProbe until its verdict.
 	AllowProbe(now time.Duration) (wait time.Duration, ok bool)
 	// Success resets the failure count and closes a half-open breaker; it
 	// reports whether it closed it.
