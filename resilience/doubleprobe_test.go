@@ -79,3 +79,42 @@ func TestAProbeWhoseLeaseRanOutRetriesAsAnyCall(t *testing.T) {
 		})
 	}
 }
+
+// A call nested in the attempt of a probe whose lease ran out borrows no
+// probe from it: the breaker may have let another call through as the
+// probe since. Here the probe's attempt (a Do WithNestedCalls) lasts past
+// its lease, another call becomes the probe 1 s after it ran out, and the
+// attempt makes its nested call 2 s after, while that probe's attempt
+// runs: the nested call is refused (ErrCircuitOpen) and not sent.
+func TestACallNestedInAProbeWhoseLeaseRanOutBorrowsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 60, DeadlineSeconds: 3600}})
+		sdkLoop(context.Background(), g, ec2Vpcs, 1, func() error { return transientErr() })
+		time.Sleep(time.Minute) // the cooldown: the next call is the probe
+		var nested error
+		sent := false
+		firstDone := make(chan error, 1)
+		go func() {
+			firstDone <- Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
+				time.Sleep(62 * time.Second) // past the lease: 60 s
+				nested = Do(ctx, ec2Vpcs, func(context.Context) error {
+					sent = true
+					return nil
+				}, WithGovernor(g))
+				return nil
+			}, WithGovernor(g), WithNestedCalls())
+		}()
+		time.Sleep(61 * time.Second)
+		second := Do(context.Background(), ec2Vpcs, func(context.Context) error {
+			time.Sleep(30 * time.Second)
+			return nil
+		}, WithGovernor(g))
+		<-firstDone
+		if sent || !errors.Is(nested, ErrCircuitOpen) {
+			t.Errorf("the call nested in the probe's attempt 2 s after its lease ran out, another call the probe since: sent %v, %v; want refused with ErrCircuitOpen, not sent", sent, nested)
+		}
+		if second != nil {
+			t.Errorf("the second probe: %v; want a success", second)
+		}
+	})
+}
