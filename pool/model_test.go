@@ -2453,7 +2453,7 @@ func TestQueueTransitions(t *testing.T) {
 				a.Deferred(time.Second, wouldWait)
 				return a
 			},
-			verb: func(r *rig, t *task) { r.finish(t, t.deferredErr) },
+			verb: func(r *rig, t *task) { r.finish(t, wouldWait) },
 		},
 		{
 			name: "slotted to inRing by unslot", from: slotted, to: inRing, queued: 1,
@@ -2518,7 +2518,7 @@ func TestQueueTransitions(t *testing.T) {
 				t.Deferred(0, wouldWait)
 				return t
 			},
-			verb: func(r *rig, t *task) { r.finish(t, t.deferredErr) },
+			verb: func(r *rig, t *task) { r.finish(t, wouldWait) },
 		},
 		{
 			name: "slotted to inRing by the slot recheck", from: slotted, to: inRing, queued: 1,
@@ -2543,7 +2543,7 @@ func TestQueueTransitions(t *testing.T) {
 				r.pick() // empty: nowhere
 				return t
 			},
-			verb: func(r *rig, t *task) { r.finish(t, t.deferredErr) },
+			verb: func(r *rig, t *task) { r.finish(t, wouldWait) },
 		},
 	}
 	for _, row := range rows {

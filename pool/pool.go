@@ -105,6 +105,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -173,6 +174,9 @@ type Pool struct {
 	afterAsk func(q *queue)
 	epoch    time.Time
 	system   bool // clock is the system clock (see now)
+	// The wall clock's time when New made the pool, with its monotonic
+	// reading: the tasks' deadlines count from it (see task.deadline).
+	wallEpoch time.Time
 	// The fields above are set by New and read without the lock, by the
 	// workers at every step: a cache line apart from p.mu, which every
 	// goroutine of the pool writes as it takes the lock.
@@ -253,14 +257,16 @@ type Pool struct {
 	unrecorded atomic.Bool
 }
 
-// dropBatch is tasks of one scope dropped unrun for one cause: the
-// ledgers of those whose context carries one, one entry per task. A
-// stop's drops of a scope are one batch, whose reason is formatted once.
+// dropBatch is tasks of one scope dropped unrun for one cause: their
+// contexts, one entry per task, whose ledgers record tells of the loss. A
+// stop's drops of a scope are one batch, whose reason is formatted once;
+// a task dropped for its own context is a batch of its own, whose cause
+// record reads from that context, with the pool's lock released.
 type dropBatch struct {
-	scope   resilience.Scope
-	cause   error
-	stop    bool // dropped by the pool's stop
-	ledgers []*resilience.Ledger
+	scope resilience.Scope
+	cause error // the stop's; nil for a task's own context (see record)
+	stop  bool  // dropped by the pool's stop
+	ctxs  []context.Context
 }
 
 // New returns a pool, and a context derived from ctx that the pool cancels
@@ -281,6 +287,7 @@ func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
 	p.clock = p.gov.Clock()
 	p.system = p.clock == systemClock
 	p.epoch = p.clock.Now()
+	p.wallEpoch = time.Now()
 	p.ctx, p.cancel = context.WithCancelCause(ctx)
 	// The stop's goroutine is the pool's too: Wait waits for it, or stops
 	// it from running (keepStop).
@@ -347,8 +354,12 @@ var systemClock = new(resilience.Governor).Clock()
 // Wait returns ctx's cause with the errors.
 // Go does not block: the workers ask the governor about the queues
 // without the pool's lock held, whose store a fleet's processes read
-// across the network. It panics on a nil ctx or fn, and once Wait has
-// found the pool quiet (nothing queued, running or left to record):
+// across the network. Go reads ctx's Done channel and deadline as it is
+// called, and the pool reads its ledger and cause (when it drops the
+// task) with its lock released: no method of ctx runs under the pool's
+// lock, so that a context of a type of the user's may read the pool.
+// Go panics on a nil ctx or fn, and once Wait has found the pool quiet
+// (nothing queued, running or left to record):
 // Wait then cancels the pool's context and waits for the pool's
 // goroutines before it returns, so that a Go racing Wait's end panics
 // though Wait has not returned yet, from the moment the pool's context
@@ -365,7 +376,9 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	case fn == nil:
 		panic("pool: Go with a nil function")
 	}
-	t := &task{ctx: ctx, fn: fn}
+	// Read before the lock is taken: a method of a context of the user's
+	// type may read the pool (see task.done).
+	t := &task{ctx: ctx, fn: fn, done: ctx.Done(), deadline: p.deadlineOf(ctx)}
 	defer p.record()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -379,7 +392,7 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	}
 	t.q = q
 	if p.ctx.Err() != nil {
-		p.dropTask(t, p.ctx, true)
+		p.dropTask(t, true)
 		return
 	}
 	q.push(t)
@@ -923,7 +936,7 @@ func (p *Pool) proves(q *queue, s state.ScopeSnapshot, wait time.Duration) time.
 	}
 	// The deadline is wall time, and wait the clock's: compared as the
 	// wall time the wait takes, from the wall clock's now.
-	if dl, ok := q.head.ctx.Deadline(); ok && !dl.After(time.Now().Add(pace.ToWall(p.clock, wait))) {
+	if dl, ok := q.head.deadlineAt(); ok && !dl.After(time.Now().Add(pace.ToWall(p.clock, wait))) {
 		return 0 // its turn comes at its deadline: it is dropped then, not run (see dropDone)
 	}
 	if !q.provedIn.Equal(f.Since) {
@@ -1115,26 +1128,54 @@ func (p *Pool) nextHold() (time.Duration, bool) {
 // would be run only to return its error. It reports whether it dropped
 // any. p.mu is held.
 func (p *Pool) dropDone(q *queue) (dropped bool) {
-	for q.n > 0 && expired(q.head.ctx) {
+	for q.n > 0 && q.head.expired() {
 		t := q.pop()
 		p.queued--
-		p.dropTask(t, t.ctx, false)
+		p.dropTask(t, false)
 		p.settle()
 		dropped = true
 	}
 	return dropped
 }
 
-// expired reports whether ctx is done, or its deadline has come: a task
-// whose turn comes at its deadline (the wait its scope gave ending then)
-// is not run, as a call's wait ending at its deadline is not made,
-// whichever of the pool's wake-up and the context's timer runs first.
-func expired(ctx context.Context) bool {
-	if ctx.Err() != nil {
+// expired reports whether t's context is done, or its deadline has come:
+// a task whose turn comes at its deadline (the wait its scope gave ending
+// then) is not run, as a call's wait ending at its deadline is not made,
+// whichever of the pool's wake-up and the context's timer runs first. It
+// reads what Go read of the context (task.done), calling none of its
+// methods: p.mu is held.
+func (t *task) expired() bool {
+	select {
+	case <-t.done:
 		return true
+	default:
 	}
-	dl, ok := ctx.Deadline()
+	dl, ok := t.deadlineAt()
 	return ok && !time.Now().Before(dl)
+}
+
+// noDeadline is task.deadline for a context with none.
+const noDeadline = time.Duration(math.MaxInt64)
+
+// deadlineOf returns ctx's deadline as a task keeps it: the time from the
+// pool's wallEpoch (a deadline 292 years away, past the longest
+// Duration, is none), or noDeadline. p.mu is not held: it calls ctx's
+// Deadline.
+func (p *Pool) deadlineOf(ctx context.Context) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return noDeadline
+	}
+	return dl.Sub(p.wallEpoch)
+}
+
+// deadlineAt returns the deadline of t's context, as Go read it, and
+// whether it has one.
+func (t *task) deadlineAt() (time.Time, bool) {
+	if t.deadline == noDeadline {
+		return time.Time{}, false
+	}
+	return t.q.p.wallEpoch.Add(t.deadline), true
 }
 
 // start marks t running. The queues left in turn get a worker of their
@@ -1952,13 +1993,13 @@ func (p *Pool) finishLocked(t *task, err error, returned bool) {
 	if q.holder == t && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
 	}
-	if t.deferredErr != nil && !returned {
+	if t.deferred && !returned {
 		// Its first call was refused, but the task panicked (or called
 		// runtime.Goexit) after that: a defect of the task, which running
 		// it again would hide. It ends failed, as any panic does.
-		t.deferredErr = nil
+		t.deferred = false
 	}
-	ran := t.deferredErr == nil // not a deferred run
+	ran := !t.deferred // not a deferred run
 	if ran && !t.decided {
 		// Started for a slot that was freed (tookSlot), it made no
 		// governed call (or none that was decided): it took none, and the
@@ -1982,9 +2023,9 @@ func (p *Pool) finishLocked(t *task, err error, returned bool) {
 		p.ring.push(q)
 		p.wake()
 	}
-	if t.deferredErr != nil && p.ctx.Err() == nil {
+	if t.deferred && p.ctx.Err() == nil {
 		// Nothing of it was sent: back to the head of its queue.
-		t.deferredErr, t.decided, t.ended, t.proveWait = nil, false, false, 0
+		t.deferred, t.decided, t.ended, t.proveWait = false, false, false, 0
 		q.pushFront(t)
 		p.queued++
 		q.deferred++
@@ -1998,8 +2039,8 @@ func (p *Pool) finishLocked(t *task, err error, returned bool) {
 			// task's first call is not made by then.
 			p.arm(q.admitUntil)
 		}
-	} else if t.deferredErr != nil {
-		p.dropTask(t, p.ctx, true)
+	} else if t.deferred {
+		p.dropTask(t, true)
 	} else if err != nil {
 		q.failed++
 		p.failed++
@@ -2080,32 +2121,32 @@ func (p *Pool) drop() {
 	for _, q := range p.scopes {
 		for t := q.pop(); t != nil; t = q.pop() {
 			p.queued--
-			p.dropTask(t, p.ctx, true)
+			p.dropTask(t, true)
 		}
 	}
 }
 
-// dropTask drops t, a task that will not run because ctx (the pool's,
-// stop set, or its own) is done: a loss of the ledger its context carries,
-// if any, which record writes once p.mu is released. Wait returns each
-// such context's cause, once. p.mu is held.
-func (p *Pool) dropTask(t *task, ctx context.Context, stop bool) {
-	cause := context.Cause(ctx)
-	if cause == nil { // its deadline came, its timer not run yet (expired)
-		cause = context.DeadlineExceeded
-	}
+// dropTask drops t, a task that will not run because the pool stopped
+// (stop) or its own context is done (or its deadline came: see expired):
+// a loss of the ledger its context carries, if any, which record writes
+// once p.mu is released, and there reads the ledger and the cause of a
+// task's own context (methods of a context of the user's type, which may
+// read the pool). Wait returns each such context's cause, once. p.mu is
+// held.
+func (p *Pool) dropTask(t *task, stop bool) {
 	t.q.dropped++
 	p.dropped++
-	p.addCause(cause)
-	l := resilience.LedgerOf(t.ctx)
-	if l == nil {
-		return
+	var cause error
+	if stop {
+		if n := len(p.drops); n > 0 && p.drops[n-1].stop && p.drops[n-1].scope == t.q.scope {
+			p.drops[n-1].ctxs = append(p.drops[n-1].ctxs, t.ctx) // its cause added as the batch began
+			return
+		}
+		// The pool's own context's: Cause reads no context of the user's.
+		cause = context.Cause(p.ctx)
+		p.addCause(cause)
 	}
-	if n := len(p.drops); stop && n > 0 && p.drops[n-1].stop && p.drops[n-1].scope == t.q.scope {
-		p.drops[n-1].ledgers = append(p.drops[n-1].ledgers, l)
-		return
-	}
-	p.drops = append(p.drops, dropBatch{t.q.scope, cause, stop, []*resilience.Ledger{l}})
+	p.drops = append(p.drops, dropBatch{t.q.scope, cause, stop, []context.Context{t.ctx}})
 	p.unrecorded.Store(true)
 }
 
@@ -2150,10 +2191,12 @@ func sameError(a, b error) (same bool) {
 
 // record tells the ledgers of the tasks dropped so far of their loss
 // (resilience.LossCancelled), with the scope (none for the zero scope)
-// and the cause. It runs with
-// p.mu released, after every step that may drop a task: the reason
-// formats the cause with its Error method, which may read the pool (its
-// Progress, say), and a ledger's Record is the ledger's own. The common
+// and the cause, and adds the causes of the tasks' own contexts to those
+// Wait returns. It runs with p.mu released, after every step that may
+// drop a task: it reads the tasks' contexts (their ledgers, their
+// causes), whose methods may be a user's type's, the reason formats the
+// cause with its Error method, and either may read the pool (its
+// Progress, say); a ledger's Record is the ledger's own. The common
 // call, nothing dropped, pays an atomic load.
 func (p *Pool) record() {
 	if !p.unrecorded.Load() {
@@ -2165,18 +2208,36 @@ func (p *Pool) record() {
 	p.unrecorded.Store(false)
 	p.recording += len(drops)
 	p.mu.Unlock()
+	var causes []error
 	for _, d := range drops {
-		// Its scope's, as a governed call's loss is listed, when it
-		// declared one (see task.lostReason).
-		reason := fmt.Sprintf("task not run: %v", d.cause)
-		if d.scope != (resilience.Scope{}) {
-			reason = scopekey.OneLine(d.scope.String()) + ": " + reason
+		cause := d.cause
+		if !d.stop {
+			if cause = context.Cause(d.ctxs[0]); cause == nil { // its deadline came, its timer not run yet (expired)
+				cause = context.DeadlineExceeded
+			}
+			causes = append(causes, cause)
 		}
-		for _, l := range d.ledgers {
+		var reason string
+		for _, ctx := range d.ctxs {
+			l := resilience.LedgerOf(ctx)
+			if l == nil {
+				continue
+			}
+			if reason == "" {
+				// Its scope's, as a governed call's loss is listed, when
+				// it declared one (see task.lostReason).
+				reason = fmt.Sprintf("task not run: %v", cause)
+				if d.scope != (resilience.Scope{}) {
+					reason = scopekey.OneLine(d.scope.String()) + ": " + reason
+				}
+			}
 			l.Record(resilience.LossCancelled, reason)
 		}
 	}
 	p.mu.Lock()
+	for _, c := range causes {
+		p.addCause(c)
+	}
 	p.recording -= len(drops)
 	p.settle()
 	p.mu.Unlock()
@@ -2273,6 +2334,9 @@ type task struct {
 	// Beside the flags above, in gen's padding, so that a task is 80
 	// bytes, not 96 (BenchmarkPoolQueued).
 	proving bool
+	// Whether its first call was refused (Deferred): it goes back to its
+	// queue as it ends (see Pool.finish). In the padding too.
+	deferred bool
 	// The governor's Generation when it was started (truncated: it fits
 	// beside decided, and only its changes count), for a refusal of its
 	// first call.
@@ -2284,9 +2348,13 @@ type task struct {
 	// started to prove its scope (see Pool.proves); 0: the pool's
 	// MaxWait.
 	proveWait time.Duration
-	// Its first call's refusal (Deferred): it goes back to its queue as
-	// it ends (see Pool.finish).
-	deferredErr error
+	// Its context's Done channel and deadline (noDeadline: none), read
+	// by Go before it takes the pool's lock: the pool looks at whether
+	// the context ended or its deadline came (expired, proves, Progress)
+	// under its lock, where a method of a context of the user's type
+	// (which may read the pool) must not run.
+	done     <-chan struct{}
+	deadline time.Duration // since the pool's wallEpoch
 }
 
 // run calls the task's function with its first call held by the governor
@@ -2408,7 +2476,7 @@ func (t *task) refused(wait time.Duration, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !t.ended { // always, from the governor: see Deferred
-		t.decided, t.deferredErr = true, err
+		t.decided, t.deferred = true, true
 	}
 	p.proven(t)
 	q := t.q

@@ -272,7 +272,7 @@ func (p *Pool) Progress() Progress {
 func (p *Pool) runningEnd(running []*task) time.Duration {
 	end := time.Duration(0)
 	for _, t := range running {
-		dl, ok := t.ctx.Deadline()
+		dl, ok := t.deadlineAt()
 		if !ok {
 			return -1
 		}
