@@ -70,7 +70,9 @@ func (t *Transport) CloseIdleConnections() {
 //     client's errors, inside a *url.Error (connection resets and
 //     refusals, a connection closed before any answer, after an HTTP/2
 //     GOAWAY with the request in flight, for want of an answer to HTTP/2
-//     pings, or as idle as the request was written, and timeouts are
+//     pings, or as idle as the request was written, an HTTP/1 connection
+//     that broke as the answer was read (cut within its status line or a
+//     header, which net/http reads as malformed), and timeouts are
 //     transient; an HTTP/2 stream reset, or a GOAWAY, of
 //     ENHANCE_YOUR_CALM, a server refusing the client's rate, is a
 //     throttle, unless the GOAWAY is for too_many_pings, a client's
@@ -746,14 +748,23 @@ func (e refusedByPeer) Unwrap() error { return e.error }
 // net/http retries by itself only for a request it may replay; and an
 // HTTP/2 stream the server reset with INTERNAL_ERROR (an RST_STREAM frame:
 // the server failed the request midway, as Google's front ends do under
-// load), which net/http never retries. Each is transient: a request is
-// sent again if it may be (see Transport.RoundTrip), a POST is not, since
-// the server may have acted on it.
+// load), which net/http never retries; and an HTTP/1 connection that
+// broke as the answer was read, cut within its status line or a header,
+// which net/http reads as a malformed answer inside its "HTTP/1.x
+// transport connection broken" error (one cut at a line's end it reads as
+// an unexpected EOF, which the core reads as a lost connection already).
+// Only "malformed" answers are read so: the same error also wraps a
+// failure of the request's own writing, such as a body shorter than its
+// ContentLength, which is the caller's and stays a local error. Each is
+// transient, as a CDN's answer that the origin's could not be read is: a
+// request is sent again if it may be (see Transport.RoundTrip), a POST is
+// not, since the server may have acted on it.
 var lostExchanges = [...]string{
 	"http2: server sent GOAWAY and closed the connection",
 	"http2: client connection lost",
 	"http: server closed idle connection",
 	"; INTERNAL_ERROR; received from peer",
+	"net/http: HTTP/1.x transport connection broken: malformed ",
 }
 
 // lostExchange reports whether err says the request's connection or

@@ -430,3 +430,72 @@ func TestUngovernedResponseCarriesTheCallersRequest(t *testing.T) {
 		}
 	}
 }
+
+// A connection that breaks while the answer's headers are read fails the
+// request as a lost exchange, wherever the answer was cut: net/http reads
+// a status line or a header cut short as malformed, and one cut at a
+// line's end as an unexpected EOF, each inside its "HTTP/1.x transport
+// connection broken" error. The request was sent and the server began
+// to answer, so it is no local error: the scope counts a transient
+// error, a GET is retried on a new connection, and a POST, which the
+// server may have acted on, is not sent again.
+func TestAnAnswerCutShortOverLoopbackIsTransient(t *testing.T) {
+	for name, cut := range map[string]string{
+		"within the status line": "HTTP/1.1 50",
+		"within a header":        "HTTP/1.1 200 OK\r\nContent-Le",
+		"after the status line":  "HTTP/1.1 200 OK\r\n",
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			t.Run(name+"/"+method, func(t *testing.T) {
+				srv := loopback(t, &fakeAPI{})
+				addr, conns := failFirstConnection(t, srv, func(c net.Conn) {
+					_, _ = c.Read(make([]byte, 4096)) // the request read
+					_, _ = io.WriteString(c, cut)
+				})
+				tr := &http.Transport{}
+				t.Cleanup(tr.CloseIdleConnections)
+				gov := newGov(t, resilience.Config{})
+				ctx, stats := resilience.WithStats(context.Background())
+				req, _ := http.NewRequestWithContext(ctx, method, "http://"+addr+"/items", strings.NewReader("x"))
+				resp, err := client(tr, gov, quick).Do(req)
+				if err == nil {
+					readAll(t, resp)
+				}
+				tot := gov.Summary(stats).Totals
+				if tot.TransientErrors != 1 || tot.Errored != 0 {
+					t.Fatalf("error %v, totals %v; want one transient error, no local one", err, tot)
+				}
+				switch {
+				case method == http.MethodGet && (err != nil || resp.StatusCode != 200 || conns.Load() != 2):
+					t.Fatalf("GET: error %v on %d connections, want the retry's 200 on 2", err, conns.Load())
+				case method == http.MethodPost && (err == nil || conns.Load() != 1):
+					t.Fatalf("POST: error %v on %d connections, want the cut answer's error on 1", err, conns.Load())
+				}
+			})
+		}
+	}
+}
+
+// The error net/http says a broken connection with ("HTTP/1.x transport
+// connection broken") also wraps a failure of the request's own writing
+// once its headers went out: a body shorter than its ContentLength. That
+// is the caller's request, a local error: not sent again, and no
+// transient error of the scope's. The error is net/http's message, as its
+// transport returns it.
+func TestABodyShorterThanItsLengthStaysALocalError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(reply{fail: fmt.Errorf("net/http: HTTP/1.x transport connection broken: %w", errors.New("http: ContentLength=10 with Body length 1"))})
+		gov := newGov(t, resilience.Config{})
+		ctx, stats := resilience.WithStats(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://api.test/items", strings.NewReader("x"))
+		resp, err := client(newMem(f), gov, quick).Do(req)
+		if err == nil {
+			readAll(t, resp)
+		}
+		tot := gov.Summary(stats).Totals
+		if err == nil || len(f.recorded()) != 1 || tot.Errored != 1 || tot.TransientErrors != 0 {
+			t.Fatalf("error %v after %d attempts, totals %v; want the error after 1, one local error", err, len(f.recorded()), tot)
+		}
+	})
+}
