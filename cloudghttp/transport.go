@@ -89,7 +89,9 @@ func (t *Transport) CloseIdleConnections() {
 //     holds as one that passes (transient or throttled: a refused or reset
 //     connection, a timeout, a 503 or 429, also the status of a token
 //     server's answer that the error carries as a field, as oauth2's
-//     RetrieveError does) and the body can be rewound,
+//     RetrieveError does, or of a proxy's refusal of the CONNECT that
+//     would carry the request, which net/http's error says by its reason
+//     phrase alone) and the body can be rewound,
 //     the request is sent again after a decorrelated-jitter backoff of the
 //     policy's, within its attempts and its deadline (the context's too),
 //     on the admission of the attempt that failed (its token): the scope
@@ -622,10 +624,12 @@ func sameEndpoint(raw string, u *url.URL) bool {
 // transient or throttled (a token endpoint that refused or reset the
 // connection, or timed out; a token server's 5xx or 429 that says so), or
 // the status of the token server's answer that the error carries (see
-// carriedStatus) as the core classifies a status (429 and 503 throttle;
-// 408, 500, 502 and 504 are transient): the request is sent again then
-// (see exchange.resendUnsent). One that does not (a token server's 400 or
-// 401, a bad key) ends the call at once.
+// carriedStatus), or the status of a proxy's refusal of the CONNECT
+// that would carry the request (see proxyRefusal), as the core
+// classifies a status (429 and 503 throttle; 408, 500, 502 and 504 are
+// transient): the request is sent again then (see
+// exchange.resendUnsent). One that does not (a token server's 400 or
+// 401, a bad key, a proxy's 407) ends the call at once.
 type unsentError struct {
 	err    error
 	passes bool
@@ -636,7 +640,35 @@ func newUnsentError(err error) *unsentError {
 	if code := carriedStatus(err); !passes && code > 0 {
 		passes = resilience.Classify(statusOnly(code)) != resilience.Fatal
 	}
+	if code := proxyRefusal(err); !passes && code > 0 {
+		passes = resilience.Classify(statusOnly(code)) != resilience.Fatal
+	}
 	return &unsentError{err: err, passes: passes}
+}
+
+// proxyRefusal is the status with which a proxy refused the CONNECT that
+// would have carried the request, read from err, a transportError: 0 when
+// err is none. net/http's Transport fails such a request with an error
+// that says the reason phrase of the proxy's status and nothing else
+// ("Service Unavailable", "Bad Gateway": a proxy that is overloaded or
+// cannot reach the API), before it sent anything to the API; only an
+// error of the base transport's whose whole message is a standard reason
+// phrase of an error status is read so.
+func proxyRefusal(err error) int {
+	ue, ok := err.(*url.Error)
+	if !ok || ue.Err == nil {
+		return 0
+	}
+	msg, panicked := errread.Message(ue.Err)
+	if panicked != nil {
+		return 0
+	}
+	for code := http.StatusBadRequest; code < 600; code++ {
+		if text := http.StatusText(code); text != "" && text == msg {
+			return code
+		}
+	}
+	return 0
 }
 
 // withoutURL is err, a transportError, with the request's URL left out
