@@ -315,3 +315,56 @@ func TestAnUnsentAttemptIsNotReadByItsURL(t *testing.T) {
 		})
 	}
 }
+
+// tokenAnswerAfter is the token server's 429 "Rate exceeded" with
+// Retry-After: after, as oauth2's RetrieveError carries it.
+func tokenAnswerAfter(after string) error {
+	te := tokenAnswer(http.StatusTooManyRequests, "Rate exceeded", false).(*tokenError)
+	te.Response.Header = http.Header{"Retry-After": {after}}
+	return te
+}
+
+// A token server that answers 429 with Retry-After is asked again no
+// sooner than it asked, not after the policy's backoff (10 to 100 ms
+// here), which would only have it refuse again: the request is sent
+// once the token comes, 5 s after the refusal. A Retry-After that the
+// call's deadline would not outlast is not waited for: the call ends at
+// once, the token asked for once, as a retry past the deadline is
+// refused.
+func TestAnUnsentAttemptWaitsForTheTokenServersRetryAfter(t *testing.T) {
+	t.Run("within the deadline", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeAPI{}
+			base := &memTokenBase{fails: []error{tokenAnswerAfter("5")}, next: newMem(f)}
+			gov := newGov(t, resilience.Config{})
+			resp, err := client(base, gov, withAttempts(5)).Get("http://api.test/items")
+			if err != nil {
+				t.Fatalf("err %v; want the call to succeed once it has its token", err)
+			}
+			readAll(t, resp)
+			asked := base.times()
+			if len(asked) != 2 || len(f.recorded()) != 1 {
+				t.Fatalf("the token was asked for %d times, the API got %d requests; want 2 and 1", len(asked), len(f.recorded()))
+			}
+			if gap := asked[1].Sub(asked[0]); gap < 5*time.Second || gap > 5100*time.Millisecond {
+				t.Fatalf("the token asked again %v after the 429; want its Retry-After, 5s, and at most the policy's backoff more", gap)
+			}
+		})
+	})
+	t.Run("past the deadline", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeAPI{}
+			base := &memTokenBase{fails: []error{tokenAnswerAfter("5")}, next: newMem(f)}
+			gov := newGov(t, resilience.Config{})
+			policy := cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 5, BaseDelay: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Deadline: 2 * time.Second})
+			start := time.Now()
+			resp, err := client(base, gov, policy).Get("http://api.test/items")
+			if err == nil {
+				readAll(t, resp)
+			}
+			if took := time.Since(start); err == nil || len(base.times()) != 1 || len(f.recorded()) != 0 || took != 0 {
+				t.Fatalf("err %v after %v, the token asked for %d times; want the 429's error at once, asked once", err, took, len(base.times()))
+			}
+		})
+	})
+}

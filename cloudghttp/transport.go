@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudg/cloudg/internal/attemptctx"
 	"github.com/cloudg/cloudg/internal/errread"
+	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -93,7 +94,8 @@ func (t *Transport) CloseIdleConnections() {
 //     would carry the request, which net/http's error says by its reason
 //     phrase alone) and the body can be rewound,
 //     the request is sent again after a decorrelated-jitter backoff of the
-//     policy's, within its attempts and its deadline (the context's too),
+//     policy's, or the Retry-After of the token server's answer when
+//     longer, within its attempts and its deadline (the context's too),
 //     on the admission of the attempt that failed (its token): the scope
 //     counts no retry of it, pays nothing from its retry budget and
 //     records the call's end only (lost as errored when the failure ends
@@ -327,13 +329,15 @@ func (x *exchange) run() (*http.Response, error) {
 		var answer error
 		for err != nil {
 			answer = x.attemptError(err)
-			if u, ok := answer.(*unsentError); !ok || !u.passes {
+			u, ok := answer.(*unsentError)
+			if !ok || !u.passes {
 				break
 			}
 			// Nothing was sent, for a failure that passes (a token
 			// endpoint's refused connection or 503): the request goes
-			// again, on this attempt's admission, after a backoff.
-			next, recorded, werr := x.resendUnsent(ctx, first)
+			// again, on this attempt's admission, after a backoff, and
+			// no sooner than the failure asked (a Retry-After).
+			next, recorded, werr := x.resendUnsent(ctx, first, u.hint)
 			if werr != nil {
 				// A resend the governor did not let go (a wait past the
 				// deadline or the max wait, the context's end while it
@@ -505,10 +509,10 @@ func (x *exchange) attemptError(err error) error {
 	}
 	answer := x.transportError(err)
 	if elsewhere {
-		return newUnsentError(answer)
+		return newUnsentError(answer, x.gov.Clock().Now())
 	}
 	if _, ok := resilience.ClassifyStrict(answer); !ok || resilience.IsProviderAnswer(answer) {
-		return newUnsentError(answer)
+		return newUnsentError(answer, x.gov.Clock().Now())
 	}
 	return answer
 }
@@ -535,11 +539,13 @@ func (x *exchange) baseShape(err error) (stop error, elsewhere bool) {
 // failed before it was sent, with a failure that passes (see unsentError):
 // a copy of first with its body rewound, once a backoff of the policy's
 // (the decorrelated jitter of the Transport's retries, from the policy's
-// base delay to its max backoff) has passed. The request goes on the
-// admission its attempt had: nothing was sent to the scope, which counts
-// no retry of it and pays nothing from its retry budget; it takes a
-// token only when its scope is paused, which holds it until the pause
-// ends (see attemptctx.ReadyResend).
+// base delay to its max backoff), or after when longer (the delay the
+// failure asked for: a token server's Retry-After, see unsentError), has
+// passed: the base is not asked again sooner than it asked. The request
+// goes on the admission its attempt had: nothing was sent to the scope,
+// which counts no retry of it and pays nothing from its retry budget; it
+// takes a token only when its scope is paused, which holds it until the
+// pause ends (see attemptctx.ReadyResend).
 // The backoff holds no slot: the Guard gives its slot back for it (a slot
 // lent to a call nested in the attempt that goes on stays that call's),
 // and takes one again once it is over (attemptctx.ReadyResend). It
@@ -557,7 +563,7 @@ func (x *exchange) baseShape(err error) (stop error, elsewhere bool) {
 // within the call's max wait, a *resilience.DeadlineExceededError for a
 // pause that outlasts its deadline, the context's error when it ended
 // during that wait.
-func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (_ *http.Request, recorded bool, _ error) {
+func (x *exchange) resendUnsent(ctx context.Context, first *http.Request, after time.Duration) (_ *http.Request, recorded bool, _ error) {
 	x.resends++
 	attempts, deadline := x.t.cfg.policy.MaxAttempts, x.t.cfg.policy.Deadline
 	if attempts <= 0 || deadline <= 0 {
@@ -572,7 +578,7 @@ func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (_ *ht
 	if x.resends >= attempts || ctx.Err() != nil {
 		return nil, false, nil
 	}
-	delay := x.unsent.next(x)
+	delay := max(x.unsent.next(x), after)
 	x.unsent.prev = delay
 	clock := x.gov.Clock()
 	if !clock.Now().Add(delay).Before(x.start.Add(deadline)) {
@@ -628,14 +634,19 @@ func sameEndpoint(raw string, u *url.URL) bool {
 // that would carry the request (see proxyRefusal), as the core
 // classifies a status (429 and 503 throttle; 408, 500, 502 and 504 are
 // transient): the request is sent again then (see
-// exchange.resendUnsent). One that does not (a token server's 400 or
-// 401, a bad key, a proxy's 407) ends the call at once.
+// exchange.resendUnsent), no sooner than the delay the failure asks for
+// (hint): the error's own (a Retry-After the core reads in it), or else
+// the Retry-After of the token server's answer that it carries, read at
+// now and capped at resilience.MaxPause, as a 429's is. One that does
+// not pass (a token server's 400 or 401, a bad key, a proxy's 407) ends
+// the call at once.
 type unsentError struct {
 	err    error
 	passes bool
+	hint   time.Duration
 }
 
-func newUnsentError(err error) *unsentError {
+func newUnsentError(err error, now time.Time) *unsentError {
 	passes := resilience.Classify(withoutURL(err)) != resilience.Fatal
 	if code := carriedStatus(err); !passes && code > 0 {
 		passes = resilience.Classify(statusOnly(code)) != resilience.Fatal
@@ -643,7 +654,15 @@ func newUnsentError(err error) *unsentError {
 	if code := proxyRefusal(err); !passes && code > 0 {
 		passes = resilience.Classify(statusOnly(code)) != resilience.Fatal
 	}
-	return &unsentError{err: err, passes: passes}
+	u := &unsentError{err: err, passes: passes}
+	if passes {
+		d, ok := resilience.RetryAfterAt(withoutURL(err), now)
+		if r := carriedResponse(err); !ok && r != nil {
+			d, _ = hint.FromHeader(r.Header, r.StatusCode, now)
+		}
+		u.hint = hint.Cap(d)
+	}
+	return u
 }
 
 // proxyRefusal is the status with which a proxy refused the CONNECT that
@@ -692,6 +711,16 @@ func withoutURL(err error) error {
 // server's answer, with no method that gives its status: 0 when none
 // does. It is read only for an attempt that failed before it was sent.
 func carriedStatus(err error) int {
+	if r := carriedResponse(err); r != nil {
+		return r.StatusCode
+	}
+	return 0
+}
+
+// carriedResponse is the server's answer that an error of err's chain
+// carries in an exported field Response *http.Response (see
+// carriedStatus), or nil when none does.
+func carriedResponse(err error) *http.Response {
 	for i := 0; err != nil && i < 10; i, err = i+1, unwrapRead(err) {
 		v := reflect.ValueOf(err)
 		if v.Kind() == reflect.Pointer {
@@ -708,9 +737,9 @@ func carriedStatus(err error) int {
 		if ferr != nil || f.IsNil() {
 			continue
 		}
-		return f.Interface().(*http.Response).StatusCode
+		return f.Interface().(*http.Response)
 	}
-	return 0
+	return nil
 }
 
 var responseType = reflect.TypeFor[*http.Response]()
