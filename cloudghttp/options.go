@@ -58,10 +58,11 @@ func WithPolicy(p resilience.RetryPolicy) Option {
 // WithRetryNonIdempotent lets the Transport retry a transient answer (a
 // 5xx, a reset connection) or a 503 to a request whose method is not
 // idempotent (POST, PATCH) and that carries no Idempotency-Key header. By
-// default such a request is retried only after a throttling answer that
-// says the server did not act on it (a 429, not a 503, which a gateway
-// also answers for an upstream that failed after it took the request). A
-// request whose body cannot be rewound (no GetBody) is never sent twice.
+// default such a request is retried only after an answer that says the
+// server did not act on it (a 429, or a 408, the request not received
+// whole; not a 503, which a gateway also answers for an upstream that
+// failed after it took the request). A request whose body cannot be
+// rewound (no GetBody) is never sent twice.
 func WithRetryNonIdempotent() Option {
 	return optionFunc(func(c *config) { c.unsafeToo = true })
 }

@@ -106,6 +106,33 @@ func TestThrottledPostIsResentWithItsBody(t *testing.T) {
 	})
 }
 
+// A 408 says the server did not receive the whole request, and so did not
+// act on it; RFC 9110 (section 15.5.9) lets a client repeat it whatever its
+// method. A POST whose body can be rewound is sent again, body and all, as
+// after a 429; one whose body cannot be is not.
+func TestRequestTimeoutPostIsResent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(http.StatusRequestTimeout))
+		c := client(newMem(f), newGov(t, resilience.Config{}), quick)
+		resp := do(t, c, http.MethodPost, "http://api.test/items", body(`{"name":"a"}`))
+		readAll(t, resp)
+		hits := f.recorded()
+		if resp.StatusCode != 200 || len(hits) != 2 || hits[1].body != `{"name":"a"}` {
+			t.Fatalf("status %d after %d attempts (%+v), want 200 after 2, the body sent again", resp.StatusCode, len(hits), hits)
+		}
+
+		f = &fakeAPI{}
+		f.script(status(http.StatusRequestTimeout))
+		c = client(newMem(f), newGov(t, resilience.Config{}), quick)
+		resp = do(t, c, http.MethodPost, "http://api.test/items", noRewind("x"))
+		readAll(t, resp)
+		if resp.StatusCode != http.StatusRequestTimeout || len(f.recorded()) != 1 {
+			t.Fatalf("status %d after %d attempts, want the 408 after 1: its body cannot be rewound", resp.StatusCode, len(f.recorded()))
+		}
+	})
+}
+
 // A transient answer to a POST may come after the server acted on it: it
 // goes back to the caller, recorded as a failure.
 func TestTransientPostIsNotResent(t *testing.T) {

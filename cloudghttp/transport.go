@@ -124,7 +124,8 @@ func (t *Transport) CloseIdleConnections() {
 //     rate limits, but for a GraphQL answer that holds data as well, which
 //     GitHub ran in part; not a 503, which a gateway also answers for an
 //     upstream that failed after it took the request, nor an HTTP/2
-//     ENHANCE_YOUR_CALM), or the method is
+//     ENHANCE_YOUR_CALM), or a 408, which says the server did not receive
+//     the whole request, or the method is
 //     idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or an
 //     Idempotency-Key header), or WithRetryNonIdempotent is set. The retry
 //     goes when the Guard allows it (Guard.Retry: attempts, deadline, retry
@@ -859,7 +860,19 @@ func (x *exchange) mayResend(kind resilience.Kind, answer error) bool {
 	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
 		return false
 	}
-	return kind == resilience.Throttled && !unavailable(answer) && !refusedStream(answer) && !partialAnswer(answer) || idempotent(r) || x.t.cfg.unsafeToo
+	return kind == resilience.Throttled && !unavailable(answer) && !refusedStream(answer) && !partialAnswer(answer) ||
+		kind == resilience.Transient && unreceived(answer) || idempotent(r) || x.t.cfg.unsafeToo
+}
+
+// unreceived reports whether answer is a 408 that its status alone makes
+// transient: the server did not receive the whole request within the time
+// it was prepared to wait, and so did not act on it. RFC 9110 (section
+// 15.5.9) lets a client repeat such a request, whatever its method, as
+// after a 429 (a load balancer answers 408 to an upload too slow to
+// arrive).
+func unreceived(answer error) bool {
+	se, ok := answer.(*StatusError)
+	return ok && se.code == http.StatusRequestTimeout && se.kind == errread.None
 }
 
 // partialAnswer reports whether answer is GitHub's GraphQL answer that
