@@ -47,7 +47,11 @@ func WithGovernor(g *resilience.Governor) Option {
 // and whether transient answers are retried. Zero fields take the
 // provider's settings (max_retries + 1 attempts, base_delay_seconds,
 // max_backoff_seconds, deadline_seconds); MaxAttempts 1 turns the
-// Transport's retries off.
+// Transport's retries off, but for a provider that waits for its
+// breakers' verdicts (breaker_wait): there a request that failed on a
+// transient answer waits for the verdict and is sent again with its
+// attempts renewed, within its deadline, as every call of that provider
+// is (see resilience.ProviderConfig's BreakerWait).
 func WithPolicy(p resilience.RetryPolicy) Option {
 	return optionFunc(func(c *config) {
 		c.policy = p

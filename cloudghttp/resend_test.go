@@ -133,6 +133,28 @@ func TestRequestTimeoutPostIsResent(t *testing.T) {
 	})
 }
 
+// WithPolicy's MaxAttempts 1 turns the Transport's own retries off, but
+// for a provider that waits for its breakers' verdicts (breaker_wait): a
+// call that failed on a transient answer counts its failure, waits for the
+// breaker's verdict (here its cooldown, 60 s, after the failure opened it)
+// and goes again with its attempts renewed, within its deadline, as every
+// call of such a provider does.
+func TestOneAttemptIsRenewedByABreakerVerdictWithBreakerWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(500))
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1, BreakerWait: true}})
+		c := client(newMem(f), gov, cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		start := time.Now()
+		resp := do(t, c, http.MethodGet, "http://api.test/items", nil)
+		readAll(t, resp)
+		hits := f.recorded()
+		if resp.StatusCode != 200 || len(hits) != 2 || hits[1].at.Sub(start) != time.Minute {
+			t.Fatalf("status %d after %d attempts, the last at %v; want 200 after 2, the second at the breaker's cooldown, 1m", resp.StatusCode, len(hits), hits[len(hits)-1].at.Sub(start))
+		}
+	})
+}
+
 // A transient answer to a POST may come after the server acted on it: it
 // goes back to the caller, recorded as a failure.
 func TestTransientPostIsNotResent(t *testing.T) {
