@@ -73,8 +73,8 @@ func (t *Transport) CloseIdleConnections() {
 //     GOAWAY with the request in flight, for want of an answer to HTTP/2
 //     pings, or as idle as the request was written, an HTTP/1 connection
 //     that broke as the answer was read (cut within its status line or a
-//     header, which net/http reads as malformed), and timeouts are
-//     transient; an HTTP/2 stream reset, or a GOAWAY, of
+//     header, which net/http reads as malformed), an HTTP/2 answer
+//     net/http reads as malformed, and timeouts are transient; an HTTP/2 stream reset, or a GOAWAY, of
 //     ENHANCE_YOUR_CALM, a server refusing the client's rate, is a
 //     throttle, unless the GOAWAY is for too_many_pings, a client's
 //     keepalive settings, which is a lost connection); an error of the
@@ -817,16 +817,20 @@ func (e refusedByPeer) Unwrap() error { return e.error }
 // an unexpected EOF, which the core reads as a lost connection already).
 // Only "malformed" answers are read so: the same error also wraps a
 // failure of the request's own writing, such as a body shorter than its
-// ContentLength, which is the caller's and stays a local error. Each is
-// transient, as a CDN's answer that the origin's could not be read is: a
-// request is sent again if it may be (see Transport.RoundTrip), a POST is
-// not, since the server may have acted on it.
+// ContentLength, which is the caller's and stays a local error; and an
+// HTTP/2 answer net/http cannot read as one (HEADERS without a :status),
+// "malformed response from server", a stream error of its own making
+// that only a server's answer causes. Each is transient, as a CDN's
+// answer that the origin's could not be read is: a request is sent again
+// if it may be (see Transport.RoundTrip), a POST is not, since the server
+// may have acted on it.
 var lostExchanges = [...]string{
 	"http2: server sent GOAWAY and closed the connection",
 	"http2: client connection lost",
 	"http: server closed idle connection",
 	"; INTERNAL_ERROR; received from peer",
 	"net/http: HTTP/1.x transport connection broken: malformed ",
+	"malformed response from server: ",
 }
 
 // lostExchange reports whether err says the request's connection or

@@ -499,3 +499,51 @@ func TestABodyShorterThanItsLengthStaysALocalError(t *testing.T) {
 		}
 	})
 }
+
+// An HTTP/2 server whose answer net/http cannot read as one (HEADERS
+// without a :status) fails the request with net/http's "malformed
+// response from server", a stream error of the client's making: the
+// request reached the server, which answered what no client can read, so
+// it is no local error but a lost exchange, transient, as a CDN's
+// unreadable answer is, and as an HTTP/1 answer net/http reads as
+// malformed is (TestAnAnswerCutShortOverLoopbackIsTransient). The GET is
+// sent again, here on the same connection; the POST is not.
+func TestAMalformedHTTP2AnswerIsTransient(t *testing.T) {
+	var streams atomic.Int32
+	addr, _ := failFirstConnection(t, h2cLoopback(t), func(c net.Conn) {
+		serveHeaders(c, func(id []byte) bool {
+			if streams.Add(1) == 1 {
+				// HEADERS, END_STREAM|END_HEADERS, "x: y" alone (a
+				// literal with a new name): no :status.
+				_, _ = c.Write([]byte{0, 0, 5, 1, 5, id[0], id[1], id[2], id[3], 0x40, 1, 'x', 1, 'y'})
+				return true
+			}
+			_, _ = c.Write([]byte{0, 0, 1, 1, 5, id[0], id[1], id[2], id[3], 0x88}) // :status: 200
+			return true
+		})
+	})
+	tr := h2cTransport(t)
+	gov := newGov(t, resilience.Config{})
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		streams.Store(0)
+		// A bound, not a timing: a second connection would wait unaccepted.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ctx, stats := resilience.WithStats(ctx)
+		req, _ := http.NewRequestWithContext(ctx, method, "http://"+addr+"/items", nil)
+		resp, err := client(tr, gov, quick).Do(req)
+		if err == nil {
+			readAll(t, resp)
+		}
+		tot := gov.Summary(stats).Totals
+		if tot.TransientErrors != 1 || tot.Errored != 0 {
+			t.Fatalf("%s: error %v after %d streams, totals %v; want one transient error, no local one", method, err, streams.Load(), tot)
+		}
+		switch {
+		case method == http.MethodGet && (err != nil || resp.StatusCode != 200 || streams.Load() != 2):
+			t.Fatalf("GET: error %v after %d streams; want the retry's 200 after 2", err, streams.Load())
+		case method == http.MethodPost && (err == nil || streams.Load() != 1):
+			t.Fatalf("POST: error %v after %d streams; want the malformed answer's error after 1", err, streams.Load())
+		}
+	}
+}
