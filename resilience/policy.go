@@ -11,6 +11,9 @@ import "time"
 type RetryPolicy struct {
 	// MaxAttempts bounds the attempts of the call, the first included: 1
 	// tries once, without retries. 0 means the provider's max_retries + 1.
+	// A provider that waits for its breakers' verdicts (breaker_wait)
+	// renews them: a call whose attempts ran out on transient answers
+	// waits for the verdict and tries again, within its deadline.
 	MaxAttempts int
 	// BaseDelay is the shortest backoff, and the start of the jitter.
 	BaseDelay time.Duration
