@@ -301,7 +301,14 @@ func byReason(status int) bool {
 // search) is named by its kind: .../fhir/Patient/<id> is fhir_read, and
 // so is .../Patient/<id>/_history/<vid>; a PUT of it fhir_write,
 // .../Patient?_id=<id> fhir_search, .../Patient/<id>/$everything
-// fhir_$everything. A request of Cloud
+// fhir_$everything. A path of a Firestore database's documents
+// (.../databases/<db>/documents/<collection>/<doc>/..., collections and
+// documents in turn, as deep as the user nests them) names the method as
+// Firestore's REST reference does (see firestoreOperation), never a
+// collection's or a document's id: .../documents/users/alice is
+// documents_get, .../users/alice/orders documents_list (POST:
+// documents_createDocument), .../users/alice:runQuery
+// documents_runQuery. A request of Cloud
 // Storage's XML API (a path that is not /storage/<version>, nor one
 // after /upload, /download or /batch: /<bucket>/<object>, as the storage
 // client reads an object's content, whatever the object's name; or a
@@ -393,11 +400,14 @@ func restScope(r *http.Request, service string) resilience.Scope {
 		method = http.MethodPost
 	}
 	t := restTokens(segs[ver+1:], pathVerbs)
-	op, fhir := "", false
+	op, read := "", false
 	if !pathVerbs && verb == "" {
-		op, fhir = fhirOperation(method, segs[ver+1:])
+		op, read = fhirOperation(method, segs[ver+1:])
 	}
-	if !fhir {
+	if !pathVerbs && !read {
+		op, read = firestoreOperation(method, segs[ver+1:], verb)
+	}
+	if !read {
 		op = restOperation(method, t, verb, pathVerbs, service)
 	}
 	account := restAccount(r, t, op)
@@ -880,6 +890,64 @@ func fhirOperation(method string, segs []string) (string, bool) {
 		return pre + strings.ToLower(method), true
 	}
 	return pre + "search", true // a compartment's: <type>/<id>/<type>
+}
+
+// firestoreOperation names the method of a path of Firestore's documents,
+// segs its segments after the version
+// (projects/<p>/databases/<db>/documents/...), verb its custom method,
+// and reports whether segs is one: databases, an id and documents where
+// a collection comes. After documents, the path is a document's name,
+// collections and documents in turn as deep as the user nests them
+// (users/alice/orders/o-17), all ids: the operation is the method as
+// Firestore's REST reference names it, never an id, so that a program
+// that reads many documents makes one scope per method, not one per
+// document (each with a leaf bucket and breaker of its own):
+// documents_get, documents_patch and documents_delete on a document;
+// documents_list (list and listDocuments) and documents_createDocument
+// (POST) on a collection; documents_<verb> for a custom method, of the
+// database's documents (documents:commit, documents:runQuery) or of a
+// document (users/alice:listCollectionIds, users/alice:runQuery). A
+// collection or a document named as a collection or a verb RESTScope
+// knows elsewhere (projects, agent, operations, documents) is read by
+// its place.
+func firestoreOperation(method string, segs []string, verb string) (string, bool) {
+	var rest []string
+	found := false
+	for i := 0; i+2 < len(segs); i += 2 {
+		if segs[i] == "databases" && segs[i+2] == "documents" {
+			rest, found = segs[i+3:], true
+			break
+		}
+	}
+	if !found {
+		return "", false
+	}
+	const pre = "documents" + opSep
+	if verb != "" {
+		return pre + verb, true
+	}
+	n := 0
+	for _, s := range rest {
+		if s != "" {
+			n++
+		}
+	}
+	if method == "" || method == http.MethodHead {
+		method = http.MethodGet
+	}
+	if n%2 == 1 { // a collection
+		switch method {
+		case http.MethodGet:
+			return pre + "list", true
+		case http.MethodPost:
+			return pre + "createDocument", true
+		}
+		return pre + strings.ToLower(method), true
+	}
+	if n == 0 { // the database's documents, no method of their own
+		return pre + collectionVerb(method, false), true
+	}
+	return pre + resourceVerb(method), true // a document
 }
 
 // hasUpper reports whether s holds an upper-case ASCII letter.

@@ -983,3 +983,48 @@ func TestRESTScopeOfAFHIRStoresResources(t *testing.T) {
 		}
 	}
 }
+
+// TestRESTScopeOfAFirestoreDocument states that a path of Firestore's
+// documents (.../databases/<db>/documents/<collection>/<doc>/..., a
+// collection and a document in turn, as deep as the user nests them)
+// names its method, never a collection's or a document's id: one
+// operation per method, however many documents and collections a
+// program reads (each a leaf bucket and breaker of its own otherwise).
+func TestRESTScopeOfAFirestoreDocument(t *testing.T) {
+	const db = "https://firestore.googleapis.com/v1/projects/p1/databases/(default)/documents"
+	const want = "gcp/projects/p1/*/firestore/"
+	for _, tc := range []struct{ method, url, op string }{
+		{"GET", db + "/users/alice", "documents_get"},
+		{"GET", db + "/users/bob", "documents_get"},
+		{"GET", db + "/users/alice/orders/o-17", "documents_get"},
+		{"PATCH", db + "/users/alice?updateMask.fieldPaths=name", "documents_patch"},
+		{"DELETE", db + "/users/alice/orders/o-17", "documents_delete"},
+		{"GET", db + "/users", "documents_list"},
+		{"GET", db + "/users/alice/orders?pageSize=10", "documents_list"},
+		{"POST", db + "/users?documentId=carol", "documents_createDocument"},
+		{"POST", db + "/users/alice/orders", "documents_createDocument"},
+		{"POST", db + "/users/alice:listCollectionIds", "documents_listCollectionIds"},
+		{"POST", db + "/users/alice:runQuery", "documents_runQuery"},
+		{"POST", db + "/users/alice/orders/o-17:runAggregationQuery", "documents_runAggregationQuery"},
+		{"POST", db + ":runQuery", "documents_runQuery"},
+		{"POST", db + ":commit", "documents_commit"},
+		{"POST", db + ":batchGet", "documents_batchGet"},
+		{"GET", "https://firestore.googleapis.com/v1beta1/projects/p1/databases/(default)/documents/users/alice", "documents_get"},
+		// A collection or a document named as a collection or a verb
+		// RESTScope knows is still read by its place.
+		{"GET", db + "/projects/agent", "documents_get"},
+		{"GET", db + "/operations/o1/databases", "documents_list"},
+		{"GET", db + "/users/documents", "documents_get"},
+		// The database's own methods are Google's.
+		{"GET", "https://firestore.googleapis.com/v1/projects/p1/databases/(default)", "databases_get"},
+		{"POST", "https://firestore.googleapis.com/v1/projects/p1/databases/(default):exportDocuments", "databases_exportDocuments"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != want+tc.op {
+			t.Errorf("RESTScope(%s %s) = %q, want %q", tc.method, tc.url, got, want+tc.op)
+		}
+	}
+}

@@ -31,10 +31,11 @@ import (
 // apps/<a>/firewall/ingressRules/<r>: RESTScope's singletons), and Cloud
 // Healthcare's, whose FHIR stores' paths follow FHIR's REST API
 // (.../fhir/<type>/<id>/_history/<vid>).
-// Not Firestore's, whose document paths name collections the user chose
-// (.../documents/<doc>/<collectionId>), nor Vertex AI's, whose paths hold
-// a second version (.../publishers/<p>/v1/responses): RESTScope reads
-// neither. Nor Discovery Engine's, whose target sites' own operations
+// And Firestore's, whose documents' paths name collections and
+// documents the user chose (.../documents/<collection>/<doc>), which
+// RESTScope reads by their place (firestoreOperation). Not Vertex AI's,
+// whose paths hold a second version (.../publishers/<p>/v1/responses):
+// RESTScope does not read it. Nor Discovery Engine's, whose target sites' own operations
 // (.../siteSearchEngine/targetSites/operations) cannot be told from a
 // target site named operations, an adversarial id. Vertex AI's
 // ragEngineConfig is read by TestRESTScopeOfASingletonsCollections, and
@@ -45,7 +46,7 @@ var discoveryAPIs = []string{
 	"sqladmin/v1beta4", "sqladmin/v1", "cloudkms/v1",
 	"secretmanager/v1", "pubsub/v1", "run/v2", "container/v1", "iam/v1",
 	"cloudresourcemanager/v3", "logging/v2", "artifactregistry/v1", "spanner/v1", "drive/v3",
-	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1", "healthcare/v1",
+	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1", "healthcare/v1", "firestore/v1",
 }
 
 // A discovery document: its API's name and URLs, and its resources'
@@ -218,9 +219,13 @@ func structural(v pathVar) bool {
 // one segment (compute's {association} of a host,
 // reservations/r/reservationBlocks/b/reservationSubBlocks/s); not Cloud
 // Healthcare's {fhirId}/{fhirId1}, a FHIR resource's type and id, one
-// segment each.
+// segment each, nor Firestore's {documentsId}/{documentsId1}, a
+// collection and a document of it (or, nested, a document's
+// subcollection's document, as deep as the user nests them: given one
+// segment here, so that a document's path is a collection and its id).
 func catchAll(v pathVar) bool {
-	return v.name == "association" || strings.HasSuffix(v.name, "Id1") && v.kind == "{}" && v.name != "fhirId1"
+	return v.name == "association" || strings.HasSuffix(v.name, "Id1") && v.kind == "{}" &&
+		v.name != "fhirId1" && v.name != "documentsId1"
 }
 
 // idsOf returns the ids that id, the value of v, holds, which no
@@ -613,6 +618,11 @@ var sharedOperations = map[string][]string{
 	"healthcare/v1 series_list":    {"dicomStores.searchForSeries", "studies.searchForSeries"},
 	"healthcare/v1 metadata_list":  {"instances.retrieveMetadata", "series.retrieveMetadata", "studies.retrieveMetadata"},
 	"healthcare/v1 rendered_list":  {"frames.retrieveRendered", "instances.retrieveRendered"},
+	// A database's collection of documents and a document's
+	// subcollection are each a collection of documents in the path
+	// (.../documents/<collection>, .../documents/<collection>/<doc>/<collection>),
+	// listed alike.
+	"firestore/v1 documents_list": {"documents.list", "documents.listDocuments"},
 	// A FHIR store's long-running operation is an operation, read as
 	// a get whether its status is asked of the dataset's operations
 	// or the store's.
