@@ -46,7 +46,10 @@ func ClientOption(opts ...Option) option.ClientOption {
 //     Datastore's: projects/<id>), name or resource (or the
 //     x-goog-request-params metadata: a resource name, or a project_id;
 //     a wildcard project, projects/_, or a project or project_id of - or
-//     _, names none),
+//     _, names none; so does a resource name that starts with no
+//     projects/<id>, organizations/<id> or folders/<id>, such as a Cloud
+//     Channel customer's parent, accounts/<a>/customers/<c>, as the same
+//     request over REST names none),
 //     the service from WithService, the *.googleapis.com target, or the
 //     RPC's package, as the API's default endpoint names it
 //     (google.cloud.asset.v1 is cloudasset,
@@ -287,7 +290,8 @@ func (s *callState) invoke(ctx context.Context, method string, req, reply any, c
 // with request req, on a client connected to target (its endpoint,
 // "cloudkms.googleapis.com:443"; "" when not known): the account from
 // req's parent, scope, project, project_id, name or resource (an IAM
-// policy method's), the service from WithService, the *.googleapis.com
+// policy method's; a resource name names one only when it starts with
+// projects/<id>, organizations/<id> or folders/<id>), the service from WithService, the *.googleapis.com
 // target, or the RPC's package. A ScopeFunc of opts is asked first, with
 // a background context; so are no request metadata. MethodScope reads
 // and changes nothing, so a scheduler may ask the governor how long such
@@ -471,13 +475,26 @@ var sharedFrontEnds = map[string]bool{"www": true, "private": true, "restricted"
 
 // requestAccount finds the account of a request: its parent, scope,
 // project, project_id, name or resource field, or the routing metadata
-// gax adds (a resource name, or a project_id or project).
+// gax adds (a resource name, or a project_id or project). A resource name
+// (a parent, scope, name or resource, or one in the metadata) names the
+// account only when it starts with projects/<id>, organizations/<id> or
+// folders/<id> (knownAccount), as RESTScope reads the same request's
+// path: a parent that names none (a Cloud Channel customer's,
+// accounts/<a>/customers/<c>; a billing account's, billingAccounts/<id>)
+// is no account, not the name itself, which would make one account per
+// customer or billing account (an account bucket and a bulkhead each,
+// while the quota is the caller's project's) and carry a text of any
+// length into the scope; the sources after it are read then.
 func requestAccount(ctx context.Context, req any) string {
 	if r, ok := req.(interface{ GetParent() string }); ok && r.GetParent() != "" {
-		return Account(r.GetParent())
+		if a, ok := knownAccount(r.GetParent()); ok {
+			return a
+		}
 	}
 	if r, ok := req.(interface{ GetScope() string }); ok && r.GetScope() != "" {
-		return Account(r.GetScope())
+		if a, ok := knownAccount(r.GetScope()); ok {
+			return a
+		}
 	}
 	if r, ok := req.(interface{ GetProject() string }); ok && r.GetProject() != "" {
 		return projectAccount(r.GetProject())

@@ -509,3 +509,53 @@ func TestANumberPastTheLargest64BitNumberIsNoAccount(t *testing.T) {
 		}
 	}
 }
+
+type scopeReq struct{ scope string }
+
+func (r scopeReq) GetScope() string { return r.scope }
+
+// A request's parent or scope that names no project, organization or
+// folder (a Cloud Channel customer's, accounts/<a>/customers/<c>; a
+// billing account's, billingAccounts/<id>) names no account, as the same
+// request sent over REST names none (RESTScope reads projects,
+// organizations and folders alone) and as its name or resource would name
+// none: the account is not the parent itself, one per customer or
+// billing account (each an account bucket and bulkhead of its own, every
+// customer's calls at the whole rate of a quota that is the caller's
+// project's), nor a text of any length.
+func TestAParentThatNamesNoProjectNamesNoAccount(t *testing.T) {
+	long := "accounts/C0123/customers/" + strings.Repeat("c", 300)
+	for _, tc := range []struct {
+		target, method string
+		req            any
+		want           string
+	}{
+		{"cloudchannel.googleapis.com:443", "/google.cloud.channel.v1.CloudChannelService/ListEntitlements",
+			parentReq{"accounts/C0123/customers/S0001"}, "gcp/*/*/cloudchannel/ListEntitlements"},
+		{"cloudchannel.googleapis.com:443", "/google.cloud.channel.v1.CloudChannelService/ListEntitlements",
+			parentReq{"accounts/C0123/customers/S0002"}, "gcp/*/*/cloudchannel/ListEntitlements"},
+		{"cloudchannel.googleapis.com:443", "/google.cloud.channel.v1.CloudChannelService/ListEntitlements",
+			parentReq{long}, "gcp/*/*/cloudchannel/ListEntitlements"},
+		{"billingbudgets.googleapis.com:443", "/google.cloud.billing.budgets.v1.BudgetService/ListBudgets",
+			parentReq{"billingAccounts/0123AB-4567CD-89EF01"}, "gcp/*/*/billingbudgets/ListBudgets"},
+		{"cloudasset.googleapis.com:443", "/google.cloud.asset.v1.AssetService/SearchAllResources",
+			scopeReq{"locations/eu/x"}, "gcp/*/*/cloudasset/SearchAllResources"},
+		// Parents that name one.
+		{"cloudkms.googleapis.com:443", "/google.cloud.kms.v1.KeyManagementService/ListKeyRings",
+			parentReq{"projects/p1/locations/global"}, "gcp/projects/p1/*/cloudkms/ListKeyRings"},
+		{"cloudasset.googleapis.com:443", "/google.cloud.asset.v1.AssetService/SearchAllResources",
+			scopeReq{"organizations/123"}, "gcp/organizations/123/*/cloudasset/SearchAllResources"},
+	} {
+		if got := MethodScope(tc.target, tc.method, tc.req).String(); got != tc.want {
+			t.Errorf("MethodScope(%s, %+q) = %q, want %q", tc.method, tc.req, got, tc.want)
+		}
+	}
+	// The same call over REST.
+	r, err := http.NewRequest("GET", "https://cloudchannel.googleapis.com/v1/accounts/C0123/customers/S0001/entitlements", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := RESTScope()(r).Account, ""; got != want {
+		t.Errorf("RESTScope(GET .../accounts/C0123/customers/S0001/entitlements).Account = %q, want %q", got, want)
+	}
+}
