@@ -218,6 +218,26 @@ type callState struct {
 	// per-retry policy of the package's after it (the policies installed
 	// twice) lets it through.
 	sending bool
+	// own is what the policies know of the call's own retry options
+	// (policy.WithRetryOptions), which azcore's retry policy runs the
+	// request with instead of the pipeline's, as it read them from the
+	// request's context (see requestContext.Value); nil while it has read
+	// none.
+	own atomic.Pointer[retryView]
+}
+
+// retryView returns what the policies know of the retry options azcore's
+// retry policy runs the request with: the call's own when azcore read
+// them from the request's context (policy.WithRetryOptions), so that a
+// retry the call's options do not make (MaxRetries -1, StatusCodes
+// without the answer's status) is neither asked of the Guard nor counted,
+// and azcore's sleep is weighed by the call's delays; else the
+// pipeline's.
+func (st *callState) retryView() *retryView {
+	if v := st.own.Load(); v != nil {
+		return v
+	}
+	return &st.s.retryView
 }
 
 // requestContext is the context the per-call policy gives a request
@@ -239,17 +259,31 @@ type callState struct {
 // context does. gd is atomic: the first attempt sets it while a
 // goroutine the credential or a policy started with the context may ask
 // for it.
+//
+// azcore's retry policy reads a call's own retry options
+// (policy.WithRetryOptions) from the context as its loop begins: Value
+// notes what it finds in own, the request's callState.own, so that the
+// policies govern the request's retries by the options azcore runs it
+// with.
 type requestContext struct {
 	cutctx.Context
 	gov *resilience.Governor
 	gd  atomic.Pointer[resilience.Guard]
+	own *atomic.Pointer[retryView]
 }
 
 func (c *requestContext) Value(key any) any {
+	var v any
 	if gd := c.gd.Load(); gd != nil {
-		return attemptctx.Value(&c.Context, c.gov, gd, key)
+		v = attemptctx.Value(&c.Context, c.gov, gd, key)
+	} else {
+		v = c.Context.Value(key)
 	}
-	return c.Context.Value(key)
+	if o, ok := v.(policy.RetryOptions); ok && c.own != nil {
+		rv := viewOf(&o)
+		c.own.Store(&rv)
+	}
+	return v
 }
 
 // guard returns the request's Guard, beginning it on the request's scope
@@ -369,7 +403,8 @@ func (st *callState) resend(raw *http.Request) bool {
 		return false
 	}
 	st.challenged = false
-	return raw == st.tried || st.s.known && !st.s.retries(http.StatusUnauthorized)
+	rv := st.retryView()
+	return raw == st.tried || rv.known && !rv.retries(http.StatusUnauthorized)
 }
 
 // send sends the attempt and learns from its answer (answered or
@@ -466,8 +501,8 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 		st.owed, st.denied = false, true
 		return nil, stop(se.response())
 	}
-	if !st.s.retries(resp.StatusCode) || st.lastTry() {
-		st.owed = !st.s.known
+	if rv := st.retryView(); !rv.retries(resp.StatusCode) || st.lastTry() {
+		st.owed = !rv.known
 		return resp, nil // azcore will not retry it, as far as the policies know
 	}
 	if st.asksLate(resp.StatusCode, nil) {
@@ -503,7 +538,7 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 // that a refusal comes before azcore's backoff and the breaker's opening
 // cuts the backoff (see watch).
 func (st *callState) asksLate(status int, err error) bool {
-	if !st.s.known {
+	if !st.retryView().known {
 		return true
 	}
 	if !st.azcosmos {
@@ -524,7 +559,8 @@ func (st *callState) asksLate(status int, err error) bool {
 // lastTry reports whether the attempt just made is the last azcore makes,
 // when the policies know azcore's MaxRetries.
 func (st *callState) lastTry() bool {
-	return st.s.known && st.tries > st.s.maxRetries
+	rv := st.retryView()
+	return rv.known && st.tries > rv.maxRetries
 }
 
 // failedAttempt learns from a transport error (a reset connection, a
@@ -569,10 +605,11 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 // ShouldRetry among them: shared.sleeps): without them, nothing is
 // watched.
 func (st *callState) watch() {
-	if st.raw == nil || !st.s.sleeps {
+	rv := st.retryView()
+	if st.raw == nil || !rv.sleeps {
 		return
 	}
-	st.stopWatch = st.gd.AfterOpen(st.s.longestSleep(st.tries), st.rc.Arm())
+	st.stopWatch = st.gd.AfterOpen(rv.longestSleep(st.tries), st.rc.Arm())
 }
 
 // cutEnded reports whether azcore's loop ended, with err, because the
@@ -610,7 +647,7 @@ func (st *callState) endCut() {
 // request's, after a cut ended the last.
 func (st *callState) renew() {
 	st.endCut()
-	st.rc = &requestContext{gov: st.gov}
+	st.rc = &requestContext{gov: st.gov, own: &st.own}
 	st.rc.gd.Store(st.gd)
 	st.rc.Init(st.ctx)
 	*st.raw = *st.raw.WithContext(st.rc)

@@ -177,15 +177,24 @@
 // own, with the request's body whole: azcore closes the body it is given
 // when its loop ends, so the per-call policy gives it one whose Close does
 // nothing, and closes the caller's once, when the request ends. Two
-// limits: a cancellable context such a policy derives
+// limit: a cancellable context such a policy derives
 // (context.WithTimeout, a per-call timeout) is bound, when it is made,
 // to the caller's context's cancellation, not to the cut, which is made
 // at the first retry: azcore then sleeps the whole backoff, and the retry
-// is refused when it ends, if the breaker is open then. And the sleep is
-// weighed against the client's retry options: a call's own
-// (policy.WithRetryOptions), which azcore uses instead, are not seen, so
-// that a longer RetryDelay of the call's may have its sleep cut when the
-// breaker's cooldown would have ended first.
+// is refused when it ends, if the breaker is open then.
+//
+// A call's own retry options (policy.WithRetryOptions), which azcore's
+// retry policy runs the request with instead of the client's, are the
+// ones the policies of a request with both of them installed govern its
+// retries by: the per-call policy's context notes them as azcore reads
+// them, so that a retry they do not make (MaxRetries -1, StatusCodes
+// without the answer's status, the last of their MaxRetries) is neither
+// asked of the Guard nor counted, nor refused for a wait
+// (resilience.WithMaxWait) it would never make, and azcore's sleep is
+// weighed by their delays. Their ShouldRetry, which azcore asks instead of
+// the statuses, is asked about an answer without the delay headers the
+// per-retry policy hides from azcore (ClientOptions wraps only its
+// base's).
 //
 // Importing the package also teaches the core's classifier the shape of
 // *azcore.ResponseError, so resilience.Classify, RetryAfter

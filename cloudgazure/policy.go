@@ -19,24 +19,11 @@ import (
 // shared is what the two policies of one ClientOptions have in common.
 type shared struct {
 	cfg config
-	// retried lists the statuses azcore's retry policy retries with the
-	// options these policies were built for; nil: azcore's defaults.
-	retried []int
-	// known: the policies know when azcore retries an answer. azcore
-	// retries a status retried lists, or a transport error, unless the
-	// attempt was its last (maxRetries+1, azcore's effective MaxRetries).
-	// Not known with a ShouldRetry, which decides instead of the statuses,
-	// nor for Policies, which do not see the pipeline's retry options:
-	// then a retry is decided when azcore sends it.
-	known      bool
-	maxRetries int32
-	// azcore's RetryDelay and MaxRetryDelay, as it reads them, when
-	// sleeps is set: the pipeline's retry options are known (a ShouldRetry
-	// among them decides whether azcore retries, not how long it sleeps
-	// first), so that azcore's backoff sleep may be watched (see
-	// callState.watch).
-	retryDelay, maxRetryDelay time.Duration
-	sleeps                    bool
+	// retryView is what the policies know of the retry options of the
+	// pipeline they were built for, which azcore's retry policy runs a
+	// request with unless the call gives its own (policy.WithRetryOptions:
+	// see callState.retryView).
+	retryView
 
 	// own is the retry options the client was given (ClientOptions' base's
 	// Retry), which azcore applies to a request of a disabled provider;
@@ -71,38 +58,67 @@ func (s *shared) tenantAccount(authorization string) string {
 	return account
 }
 
+// retryView is what the policies know of the retry options azcore's retry
+// policy runs a request with.
+type retryView struct {
+	// retried lists the statuses azcore's retry policy retries; nil:
+	// azcore's defaults.
+	retried []int
+	// known: the policies know when azcore retries an answer. azcore
+	// retries a status retried lists, or a transport error, unless the
+	// attempt was its last (maxRetries+1, azcore's effective MaxRetries).
+	// Not known with a ShouldRetry, which decides instead of the statuses,
+	// nor for Policies, which do not see the pipeline's retry options:
+	// then a retry is decided when azcore sends it.
+	known      bool
+	maxRetries int32
+	// azcore's RetryDelay and MaxRetryDelay, as it reads them, when
+	// sleeps is set: the retry options are known (a ShouldRetry among
+	// them decides whether azcore retries, not how long it sleeps first),
+	// so that azcore's backoff sleep may be watched (see
+	// callState.watch).
+	retryDelay, maxRetryDelay time.Duration
+	sleeps                    bool
+}
+
 // newShared returns the policies' shared part for a pipeline whose retry
 // options are retry (nil: unknown).
 func newShared(cfg config, retry *policy.RetryOptions) *shared {
 	s := &shared{cfg: cfg}
-	if retry == nil {
-		return s
-	}
-	s.known, s.sleeps = retry.ShouldRetry == nil, true
-	if s.known && retry.StatusCodes != nil {
-		s.retried = append([]int{}, retry.StatusCodes...)
-	}
-	// azcore's setDefaults: 0 is its default (3 retries, a 60 s cap, an
-	// 800 ms delay); a negative value no retries, no cap, no delay.
-	switch s.maxRetries = retry.MaxRetries; {
-	case s.maxRetries == 0:
-		s.maxRetries = 3
-	case s.maxRetries < 0:
-		s.maxRetries = 0
-	}
-	switch s.maxRetryDelay = retry.MaxRetryDelay; {
-	case s.maxRetryDelay == 0:
-		s.maxRetryDelay = 60 * time.Second
-	case s.maxRetryDelay < 0:
-		s.maxRetryDelay = math.MaxInt64
-	}
-	switch s.retryDelay = retry.RetryDelay; {
-	case s.retryDelay == 0:
-		s.retryDelay = 800 * time.Millisecond
-	case s.retryDelay < 0:
-		s.retryDelay = 0
+	if retry != nil {
+		s.retryView = viewOf(retry)
 	}
 	return s
+}
+
+// viewOf returns what azcore's retry policy does with the retry options
+// retry, as its setDefaults reads them: 0 is its default (3 retries, a
+// 60 s cap, an 800 ms delay); a negative value no retries, no cap, no
+// delay.
+func viewOf(retry *policy.RetryOptions) retryView {
+	v := retryView{known: retry.ShouldRetry == nil, sleeps: true}
+	if v.known && retry.StatusCodes != nil {
+		v.retried = append([]int{}, retry.StatusCodes...)
+	}
+	switch v.maxRetries = retry.MaxRetries; {
+	case v.maxRetries == 0:
+		v.maxRetries = 3
+	case v.maxRetries < 0:
+		v.maxRetries = 0
+	}
+	switch v.maxRetryDelay = retry.MaxRetryDelay; {
+	case v.maxRetryDelay == 0:
+		v.maxRetryDelay = 60 * time.Second
+	case v.maxRetryDelay < 0:
+		v.maxRetryDelay = math.MaxInt64
+	}
+	switch v.retryDelay = retry.RetryDelay; {
+	case v.retryDelay == 0:
+		v.retryDelay = 800 * time.Millisecond
+	case v.retryDelay < 0:
+		v.retryDelay = 0
+	}
+	return v
 }
 
 // longestSleep is the longest azcore's retry policy sleeps after its
@@ -111,13 +127,13 @@ func newShared(cfg config, retry *policy.RetryOptions) *shared {
 // with a jitter in [0.8, 1.3), is below 1.3 × (2^try − 1) × RetryDelay,
 // and at most MaxRetryDelay. The jitter is azcore's own draw, so that this
 // bound is what the policies can know of the sleep.
-func (s *shared) longestSleep(try int32) time.Duration {
+func (v *retryView) longestSleep(try int32) time.Duration {
 	if try >= 62 {
-		return s.maxRetryDelay
+		return v.maxRetryDelay
 	}
-	d := float64(time.Duration(1)<<try-1) * float64(s.retryDelay) * 1.3
-	if d >= float64(s.maxRetryDelay) {
-		return s.maxRetryDelay
+	d := float64(time.Duration(1)<<try-1) * float64(v.retryDelay) * 1.3
+	if d >= float64(v.maxRetryDelay) {
+		return v.maxRetryDelay
 	}
 	return time.Duration(d) + 1
 }
@@ -143,8 +159,8 @@ func (s *shared) shouldRetry(f func(*http.Response, error) bool) func(*http.Resp
 }
 
 // retries reports whether azcore retries a response with status.
-func (s *shared) retries(status int) bool {
-	codes := s.retried
+func (v *retryView) retries(status int) bool {
+	codes := v.retried
 	if codes == nil {
 		codes = defaultStatusCodes
 	}
@@ -265,7 +281,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	req.SetOperationValue(st)
 	st.active = true
 	st.first.Init(ctx)
-	st.first.gov = gov
+	st.first.gov, st.first.own = gov, &st.own
 	st.first.gd.Store(st.gd)
 	st.rc = &st.first
 	*raw = *raw.WithContext(st.rc) // see callState.raw
