@@ -170,7 +170,9 @@ func retryOptions(base policy.RetryOptions, p resilience.RetryPolicy) policy.Ret
 	}
 	r.RetryDelay = p.BaseDelay
 	if r.RetryDelay <= 0 {
-		r.RetryDelay = -1 // azcore: no delay
+		// The shortest delay: azcore reads 0 as its default (800 ms),
+		// and sleeps a negative one as MaxRetryDelay (see longestSleep).
+		r.RetryDelay = time.Nanosecond
 	}
 	r.MaxRetryDelay = p.MaxBackoff
 	if r.MaxRetryDelay <= 0 {

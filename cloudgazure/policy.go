@@ -93,8 +93,9 @@ func newShared(cfg config, retry *policy.RetryOptions) *shared {
 
 // viewOf returns what azcore's retry policy does with the retry options
 // retry, as its setDefaults reads them: 0 is its default (3 retries, a
-// 60 s cap, an 800 ms delay); a negative value no retries, no cap, no
-// delay.
+// 60 s cap, an 800 ms delay); a negative value no retries, no cap, a
+// delay of 0 (which azcore's backoff sleeps as the cap: see
+// longestSleep).
 func viewOf(retry *policy.RetryOptions) retryView {
 	v := retryView{known: retry.ShouldRetry == nil, sleeps: true}
 	if v.known && retry.StatusCodes != nil {
@@ -126,9 +127,12 @@ func viewOf(retry *policy.RetryOptions) retryView {
 // (the per-retry policy hides them): its backoff, (2^try − 1) × RetryDelay
 // with a jitter in [0.8, 1.3), is below 1.3 × (2^try − 1) × RetryDelay,
 // and at most MaxRetryDelay. The jitter is azcore's own draw, so that this
-// bound is what the policies can know of the sleep.
+// bound is what the policies can know of the sleep. A RetryDelay of 0 (a
+// negative one given, which azcore's documentation calls no delay) is
+// MaxRetryDelay: azcore's calcDelay takes the product 0 for an overflow
+// of (2^try − 1) × RetryDelay, and sleeps the cap.
 func (v *retryView) longestSleep(try int32) time.Duration {
-	if try >= 62 {
+	if try >= 62 || v.retryDelay == 0 {
 		return v.maxRetryDelay
 	}
 	d := float64(time.Duration(1)<<try-1) * float64(v.retryDelay) * 1.3

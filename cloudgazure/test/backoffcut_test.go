@@ -115,6 +115,40 @@ func TestAzcoresSleepIsCutOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
 	}
 }
 
+// A call whose own retry options give a negative RetryDelay, which
+// azcore's documentation calls no delay, sleeps MaxRetryDelay before a
+// retry (azcore's backoff reads the delay of 0 as an overflow): the
+// breaker's opening 1 s into that 20 s sleep, with a 5 s cooldown that
+// ends first, leaves the sleep whole, and the retry goes as the probe, as
+// for any sleep the cooldown outlives; the policies weigh the sleep as
+// azcore sleeps it.
+func TestASleepOfNoRetryDelayIsAzcoresCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{BreakerCooldownSeconds: 5}})
+		e.srv.script(routeVnetGet, throttled(""), reply{})
+		start := time.Now()
+		done := make(chan error, 1)
+		var end time.Duration
+		go func() {
+			ctx := policy.WithRetryOptions(context.Background(),
+				policy.RetryOptions{RetryDelay: -1, MaxRetryDelay: 20 * time.Second, MaxRetries: 2})
+			_, err := e.vnets(subA).Get(ctx, "rg", "vnet", nil)
+			end = time.Since(start)
+			done <- err
+		}()
+		synctest.Wait() // throttled once, asleep in azcore's backoff
+		time.Sleep(time.Second)
+		openScope(e.gov, 5)
+		err := <-done
+		if n := e.srv.count(routeVnetGet); err != nil || n != 2 || end != 20*time.Second {
+			t.Errorf("ended at %v with %v after %d requests; want the retry sent as the probe after azcore's whole sleep of 20 s, answered", end, err, n)
+		}
+		if s := e.gov.Inspect(networkA).Breaker.State; s != state.Closed {
+			t.Errorf("the breaker is %v after the probe's success, want closed", s)
+		}
+	})
+}
+
 // A request whose azcore loop slept before a retry leaves nothing behind
 // once it returns: the context its sleep watched is cancelled with it.
 func TestAWatchedAzcoreSleepLeavesNothingBehind(t *testing.T) {
