@@ -260,7 +260,11 @@ func byReason(status int) bool {
 //     rowAccessPolicies: .../datasets/d/tables is tables_list; nor Cloud
 //     DNS's changes, rrsets (a record set, rrsets/<name>/<type>, is one
 //     resource) and rules, Cloud SQL Admin's databases, users, sslCerts
-//     and backupRuns, compute's resizeRequests, wireGroups and hosts;
+//     and backupRuns, compute's resizeRequests, wireGroups and hosts,
+//     nor any collection after the id of a project, an organization, a
+//     folder, a billing account, a location, a zone, a region or Cloud
+//     Run's Knative namespace (/apis/serving.knative.dev/v1/namespaces/<p>/services
+//     is services_list, a POST services_insert);
 //     and a verb that names a second resource after it, Cloud Storage's copyTo,
 //     rewriteTo, moveTo and renameTo, whatever follows: o_rewriteTo from
 //     .../o/<object>/rewriteTo/b/<bucket>/o/<object>), or aggregatedList,
@@ -666,10 +670,15 @@ const opSep = "_"
 var accountKinds = map[string]bool{"projects": true, "organizations": true, "folders": true}
 
 // parents are the collections whose resources hold other collections
-// (a segment after one of their ids is a collection, never a verb).
+// (a segment after one of their ids is a collection, never a verb):
+// Resource Manager's, locations, compute's zones and regions, and Cloud
+// Run's Knative namespaces (/apis/serving.knative.dev/v1/namespaces/<project>/services,
+// in an API whose paths name it before the version, where a segment
+// after an id is otherwise a verb: a namespace's services, jobs and
+// domain mappings are collections, listed and created).
 var parents = map[string]bool{
 	"projects": true, "organizations": true, "folders": true, "billingAccounts": true,
-	"locations": true, "zones": true, "regions": true,
+	"locations": true, "zones": true, "regions": true, "namespaces": true,
 }
 
 // collections are the collections that a resource of an API whose paths

@@ -1028,3 +1028,30 @@ func TestRESTScopeOfAFirestoreDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestRESTScopeOfCloudRunsKnativeAPI states that Cloud Run's Knative API
+// (run/v1, /apis/serving.knative.dev/v1/namespaces/<project>/services, a
+// path that names the API before the version) names a namespace's
+// collections as collections: a list and a create are two methods, two
+// operations, not the namespace's verb shared by both.
+func TestRESTScopeOfCloudRunsKnativeAPI(t *testing.T) {
+	const ns = "https://us-central1-run.googleapis.com/apis/serving.knative.dev/v1/namespaces/p1"
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", ns + "/services", "gcp/*/*/run/services_list"},
+		{"POST", ns + "/services", "gcp/*/*/run/services_insert"},
+		{"GET", ns + "/services/svc-1", "gcp/*/*/run/services_get"},
+		{"PUT", ns + "/services/svc-1", "gcp/*/*/run/services_update"},
+		{"DELETE", ns + "/services/svc-1", "gcp/*/*/run/services_delete"},
+		{"GET", "https://us-central1-run.googleapis.com/apis/run.googleapis.com/v1/namespaces/p1/jobs", "gcp/*/*/run/jobs_list"},
+		{"POST", "https://us-central1-run.googleapis.com/apis/run.googleapis.com/v1/namespaces/p1/jobs", "gcp/*/*/run/jobs_insert"},
+		{"POST", "https://us-central1-run.googleapis.com/apis/run.googleapis.com/v1/namespaces/p1/jobs/j1:run", "gcp/*/*/run/jobs_run"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("RESTScope(%s %s) = %q, want %q", tc.method, tc.url, got, tc.want)
+		}
+	}
+}

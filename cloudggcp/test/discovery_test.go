@@ -33,7 +33,9 @@ import (
 // (.../fhir/<type>/<id>/_history/<vid>).
 // And Firestore's, whose documents' paths name collections and
 // documents the user chose (.../documents/<collection>/<doc>), which
-// RESTScope reads by their place (firestoreOperation). Not Vertex AI's,
+// RESTScope reads by their place (firestoreOperation), and Cloud Run's v1
+// (Knative) API, whose namespaces hold collections
+// (/apis/serving.knative.dev/v1/namespaces/<p>/services). Not Vertex AI's,
 // whose paths hold a second version (.../publishers/<p>/v1/responses):
 // RESTScope does not read it. Nor Discovery Engine's, whose target sites' own operations
 // (.../siteSearchEngine/targetSites/operations) cannot be told from a
@@ -46,7 +48,7 @@ var discoveryAPIs = []string{
 	"sqladmin/v1beta4", "sqladmin/v1", "cloudkms/v1",
 	"secretmanager/v1", "pubsub/v1", "run/v2", "container/v1", "iam/v1",
 	"cloudresourcemanager/v3", "logging/v2", "artifactregistry/v1", "spanner/v1", "drive/v3",
-	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1", "healthcare/v1", "firestore/v1",
+	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1", "healthcare/v1", "firestore/v1", "run/v1",
 }
 
 // A discovery document: its API's name and URLs, and its resources'
