@@ -312,7 +312,12 @@ func byReason(status int) bool {
 // collection's or a document's id: .../documents/users/alice is
 // documents_get, .../users/alice/orders documents_list (POST:
 // documents_createDocument), .../users/alice:runQuery
-// documents_runQuery. A request of Cloud
+// documents_runQuery. A path of the Prometheus HTTP API Cloud Monitoring
+// serves for Managed Service for Prometheus
+// (.../location/<l>/prometheus/api/v1/<endpoint>) names the endpoint (see
+// prometheusOperation): .../api/v1/query is prometheus_query, and a
+// label's values, .../label/<name>/values, prometheus_labelValues,
+// never a label's name. A request of Cloud
 // Storage's XML API (a path that is not /storage/<version>, nor one
 // after /upload, /download or /batch: /<bucket>/<object>, as the storage
 // client reads an object's content, whatever the object's name; or a
@@ -410,6 +415,9 @@ func restScope(r *http.Request, service string) resilience.Scope {
 	}
 	if !pathVerbs && !read {
 		op, read = firestoreOperation(method, segs[ver+1:], verb)
+	}
+	if !pathVerbs && !read && verb == "" {
+		op, read = prometheusOperation(segs[ver+1:])
 	}
 	if !read {
 		op = restOperation(method, t, verb, pathVerbs, service)
@@ -957,6 +965,40 @@ func firestoreOperation(method string, segs []string, verb string) (string, bool
 		return pre + collectionVerb(method, false), true
 	}
 	return pre + resourceVerb(method), true // a document
+}
+
+// prometheusOperation names the endpoint of a path of the Prometheus HTTP
+// API that Cloud Monitoring serves for Managed Service for Prometheus,
+// segs its segments after the version
+// (projects/<p>/location/<l>/prometheus/api/v1/<endpoint>), and reports
+// whether segs is one: prometheus, api and a version where a collection
+// comes. After the second version, the path is Prometheus's: the
+// operation is prometheus_<endpoint> (prometheus_query,
+// prometheus_query_range, prometheus_series, prometheus_labels,
+// prometheus_metadata), and a label's values,
+// label/<name>/values, are prometheus_labelValues whatever the label,
+// never an operation per label's name (a leaf bucket and breaker of its
+// own each, at the whole rate of the project's query quota).
+func prometheusOperation(segs []string) (string, bool) {
+	var rest []string
+	found := false
+	for i := 0; i+2 < len(segs); i += 2 {
+		if segs[i] == "prometheus" && segs[i+1] == "api" && isVersion(segs[i+2]) {
+			rest, found = segs[i+3:], true
+			break
+		}
+	}
+	if !found {
+		return "", false
+	}
+	const pre = "prometheus" + opSep
+	switch {
+	case len(rest) == 0 || rest[0] == "":
+		return "prometheus", true
+	case rest[0] == "label":
+		return pre + "labelValues", true
+	}
+	return pre + rest[0], true
 }
 
 // hasUpper reports whether s holds an upper-case ASCII letter.

@@ -1055,3 +1055,35 @@ func TestRESTScopeOfCloudRunsKnativeAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestRESTScopeOfManagedPrometheusQueries states that the Prometheus HTTP
+// API that Cloud Monitoring serves for Managed Service for Prometheus
+// (.../location/<l>/prometheus/api/v1/<endpoint>, a second version in the
+// path, then Prometheus's endpoints) names the endpoint, never a label's
+// name: the values of every label are one operation, not one per label
+// (each a leaf bucket and breaker of its own, at the whole rate of the
+// project's query quota), and a query is not a series lookup.
+func TestRESTScopeOfManagedPrometheusQueries(t *testing.T) {
+	const api = "https://monitoring.googleapis.com/v1/projects/p1/location/global/prometheus/api/v1/"
+	const want = "gcp/projects/p1/*/monitoring/"
+	for _, tc := range []struct{ method, path, op string }{
+		{"GET", "query?query=up", "prometheus_query"},
+		{"POST", "query", "prometheus_query"},
+		{"POST", "query_range", "prometheus_query_range"},
+		{"POST", "query_exemplars", "prometheus_query_exemplars"},
+		{"GET", "series?match[]=up", "prometheus_series"},
+		{"GET", "labels", "prometheus_labels"},
+		{"GET", "metadata", "prometheus_metadata"},
+		{"GET", "label/job/values", "prometheus_labelValues"},
+		{"GET", "label/instance/values", "prometheus_labelValues"},
+		{"GET", "label/query/values", "prometheus_labelValues"},
+	} {
+		req, err := http.NewRequest(tc.method, api+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != want+tc.op {
+			t.Errorf("RESTScope(%s .../prometheus/api/v1/%s) = %q, want %q", tc.method, tc.path, got, want+tc.op)
+		}
+	}
+}

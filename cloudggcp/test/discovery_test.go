@@ -35,7 +35,10 @@ import (
 // documents the user chose (.../documents/<collection>/<doc>), which
 // RESTScope reads by their place (firestoreOperation), and Cloud Run's v1
 // (Knative) API, whose namespaces hold collections
-// (/apis/serving.knative.dev/v1/namespaces/<p>/services). Not Vertex AI's,
+// (/apis/serving.knative.dev/v1/namespaces/<p>/services), and Cloud
+// Monitoring v1's, whose Prometheus HTTP API follows a second version
+// (.../prometheus/api/v1/label/<name>/values: prometheusOperation). Not
+// Vertex AI's,
 // whose paths hold a second version (.../publishers/<p>/v1/responses):
 // RESTScope does not read it. Nor Discovery Engine's, whose target sites' own operations
 // (.../siteSearchEngine/targetSites/operations) cannot be told from a
@@ -48,7 +51,7 @@ var discoveryAPIs = []string{
 	"sqladmin/v1beta4", "sqladmin/v1", "cloudkms/v1",
 	"secretmanager/v1", "pubsub/v1", "run/v2", "container/v1", "iam/v1",
 	"cloudresourcemanager/v3", "logging/v2", "artifactregistry/v1", "spanner/v1", "drive/v3",
-	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1", "healthcare/v1", "firestore/v1", "run/v1",
+	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1", "healthcare/v1", "firestore/v1", "run/v1", "monitoring/v1",
 }
 
 // A discovery document: its API's name and URLs, and its resources'
