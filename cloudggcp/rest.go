@@ -317,7 +317,11 @@ func byReason(status int) bool {
 // (.../location/<l>/prometheus/api/v1/<endpoint>) names the endpoint (see
 // prometheusOperation): .../api/v1/query is prometheus_query, and a
 // label's values, .../label/<name>/values, prometheus_labelValues,
-// never a label's name. A request of Cloud
+// never a label's name. In an API whose paths start with the version, a
+// second version where a collection comes begins the method's
+// collections again (see afterVersion): Vertex AI's OpenAI-compatible
+// Responses API, .../publishers/<p>/v1/responses/<id>, is responses_get,
+// never a response's id. A request of Cloud
 // Storage's XML API (a path that is not /storage/<version>, nor one
 // after /upload, /download or /batch: /<bucket>/<object>, as the storage
 // client reads an object's content, whatever the object's name; or a
@@ -420,7 +424,7 @@ func restScope(r *http.Request, service string) resilience.Scope {
 		op, read = prometheusOperation(segs[ver+1:])
 	}
 	if !read {
-		op = restOperation(method, t, verb, pathVerbs, service)
+		op = restOperation(method, afterVersion(t, pathVerbs), verb, pathVerbs, service)
 	}
 	account := restAccount(r, t, op)
 	// A service or an operation read from a host or a path segment that
@@ -591,7 +595,10 @@ func restTokens(toks []string, pathVerbs bool) []string {
 	for _, s := range toks {
 		switch {
 		case s == "" || s == "global" && len(t) >= 2 && len(t)%2 == 0 && accountKinds[t[len(t)-2]]:
-		case !pathVerbs && len(t)%2 == 0 && singletons[s]:
+		case !pathVerbs && len(t)%2 == 0 && (singletons[s] || isVersion(s)):
+			// a singleton, or a second version (Vertex AI's
+			// publishers/<p>/v1/responses/<id>), after which the
+			// collections and ids begin again: a pair of its own
 			t = append(t, s, s)
 		case !pathVerbs && s == "operations" && len(t) >= 3 && len(t)%2 == 1 && ownOperations[t[len(t)-1]] &&
 			singletons[t[len(t)-2]] && t[len(t)-3] == t[len(t)-2]:
@@ -965,6 +972,27 @@ func firestoreOperation(method string, segs []string, verb string) (string, bool
 		return pre + collectionVerb(method, false), true
 	}
 	return pre + resourceVerb(method), true // a document
+}
+
+// afterVersion returns the collections and ids of t (restTokens) that
+// name a REST method's operation: those after the last second version
+// where a collection comes, in an API whose paths start with the version
+// (Vertex AI's OpenAI-compatible Responses API,
+// projects/<p>/locations/<l>/publishers/<p>/v1/responses/<id>, whose
+// method is the responses' get; restTokens makes the version a pair), or
+// all of t. A version where an id comes (an endpoint or a response named
+// v1) is an id.
+func afterVersion(t []string, pathVerbs bool) []string {
+	if pathVerbs {
+		return t
+	}
+	from := 0
+	for i := 0; i+1 < len(t); i += 2 {
+		if isVersion(t[i]) && t[i+1] == t[i] {
+			from = i + 2
+		}
+	}
+	return t[from:]
 }
 
 // prometheusOperation names the endpoint of a path of the Prometheus HTTP

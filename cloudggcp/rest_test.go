@@ -1087,3 +1087,35 @@ func TestRESTScopeOfManagedPrometheusQueries(t *testing.T) {
 		}
 	}
 }
+
+// TestRESTScopeAfterASecondVersion states that a path with a second
+// version where a collection comes (Vertex AI's OpenAI-compatible
+// Responses API, .../publishers/<p>/v1/responses/<id>) names its method
+// by what follows that version, never a response's id: every response's
+// get is one operation, not one per response, and a response's creation
+// is not a publisher's.
+func TestRESTScopeAfterASecondVersion(t *testing.T) {
+	const pub = "https://us-central1-aiplatform.googleapis.com/v1/projects/p1/locations/us-central1/publishers/openai/v1/responses"
+	const want = "gcp/projects/p1/*/aiplatform/"
+	for _, tc := range []struct{ method, url, op string }{
+		{"POST", pub, "responses_create"},
+		{"GET", pub + "/resp_0a1b2c", "responses_get"},
+		{"GET", pub + "/resp_9z8y7x", "responses_get"},
+		{"DELETE", pub + "/resp_0a1b2c", "responses_delete"},
+		// Ids named as versions, singletons or collections are ids.
+		{"GET", pub + "/v1", "responses_get"},
+		{"GET", pub + "/agent", "responses_get"},
+		{"GET", pub + "/projects", "responses_get"},
+		{"GET", "https://aiplatform.googleapis.com/v1/projects/p1/locations/us-central1/publishers/v1/v1/responses/r1", "responses_get"},
+		{"GET", "https://aiplatform.googleapis.com/v1/projects/p1/locations/us-central1/endpoints/v1", "endpoints_get"},
+		{"GET", "https://aiplatform.googleapis.com/v1/projects/p1/locations/v2/endpoints", "endpoints_list"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != want+tc.op {
+			t.Errorf("RESTScope(%s %s) = %q, want %q", tc.method, tc.url, got, want+tc.op)
+		}
+	}
+}

@@ -37,10 +37,10 @@ import (
 // (Knative) API, whose namespaces hold collections
 // (/apis/serving.knative.dev/v1/namespaces/<p>/services), and Cloud
 // Monitoring v1's, whose Prometheus HTTP API follows a second version
-// (.../prometheus/api/v1/label/<name>/values: prometheusOperation). Not
-// Vertex AI's,
-// whose paths hold a second version (.../publishers/<p>/v1/responses):
-// RESTScope does not read it. Nor Discovery Engine's, whose target sites' own operations
+// (.../prometheus/api/v1/label/<name>/values: prometheusOperation), and
+// Vertex AI's, whose paths hold a second version
+// (.../publishers/<p>/v1/responses/<id>: afterVersion). Not Discovery
+// Engine's, whose target sites' own operations
 // (.../siteSearchEngine/targetSites/operations) cannot be told from a
 // target site named operations, an adversarial id. Vertex AI's
 // ragEngineConfig is read by TestRESTScopeOfASingletonsCollections, and
@@ -51,7 +51,7 @@ var discoveryAPIs = []string{
 	"sqladmin/v1beta4", "sqladmin/v1", "cloudkms/v1",
 	"secretmanager/v1", "pubsub/v1", "run/v2", "container/v1", "iam/v1",
 	"cloudresourcemanager/v3", "logging/v2", "artifactregistry/v1", "spanner/v1", "drive/v3",
-	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1", "healthcare/v1", "firestore/v1", "run/v1", "monitoring/v1",
+	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1", "healthcare/v1", "firestore/v1", "run/v1", "monitoring/v1", "aiplatform/v1",
 }
 
 // A discovery document: its API's name and URLs, and its resources'
@@ -628,6 +628,13 @@ var sharedOperations = map[string][]string{
 	// (.../documents/<collection>, .../documents/<collection>/<doc>/<collection>),
 	// listed alike.
 	"firestore/v1 documents_list": {"documents.list", "documents.listDocuments"},
+	// A response's creation through the OpenAI-compatible endpoint
+	// (.../endpoints/openapi/responses) and through a publisher's
+	// (.../publishers/<p>/v1/responses) are the responses' create in
+	// the path; an operation's wait asked with a GET (listWait) and
+	// with a POST alike.
+	"aiplatform/v1 responses_create": {"openapi.responses", "v1.responses"},
+	"aiplatform/v1 operations_wait":  {"operations.listWait", "operations.wait"},
 	// A FHIR store's long-running operation is an operation, read as
 	// a get whether its status is asked of the dataset's operations
 	// or the store's.
