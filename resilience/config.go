@@ -55,8 +55,9 @@ func (c Config) Provider(name string) ProviderConfig {
 	return c.Providers[name]
 }
 
-// ProviderConfig tunes one provider. See the package README for the
-// defaults of each provider. The zero ProviderConfig is every built-in
+// ProviderConfig tunes one provider. The repository's README.md lists the
+// defaults of each provider (its configuration reference; this package has
+// no README of its own). The zero ProviderConfig is every built-in
 // default of its provider. Like Config, it is a value the governor copies
 // and several goroutines may read.
 type ProviderConfig struct {
