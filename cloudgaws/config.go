@@ -18,10 +18,10 @@ const (
 	DefaultMaxRetries = 10
 	// DefaultRetryMode is the SDK's standard retry mode. Its adaptive
 	// mode adds a client-side rate limiter of its own under the
-	// governor's buckets; in the simulator (sim/README.md, "cloudgaws:
-	// standard or adaptive") that second limiter cost goodput in every
-	// scenario, so the governor paces alone unless aws.retry_mode asks
-	// for adaptive.
+	// governor's buckets; in the simulator (sim/README.md, "cloudgaws: the
+	// SDK's standard or adaptive mode under the governor") that second
+	// limiter cost goodput in every scenario, so the governor paces alone
+	// unless aws.retry_mode asks for adaptive.
 	DefaultRetryMode = aws.RetryModeStandard
 )
 
