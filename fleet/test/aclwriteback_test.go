@@ -10,7 +10,7 @@ import (
 	"github.com/cloudg/cloudg/state"
 )
 
-// The README's ACL line (aclCommands) covers the write-backs too: their
+// The README's ACL line (aclUser reads it) covers the write-backs too: their
 // scripts read and prune the record of the write-backs Redis applied
 // (HGET, HGETALL, HDEL). Before, the line lacked those three, and a fleet
 // whose Redis user had exactly it had every write-back refused (NOPERM):
@@ -24,7 +24,7 @@ func TestAnACLUserWritesBackAThrottle(t *testing.T) {
 	ctx := context.Background()
 	admin := be.client()
 	user, pw, prefix := "cloudg-test-"+randomHex(4), randomHex(16), uniquePrefix(t)
-	if err := admin.Do(ctx, aclUser(user, pw, prefix)...).Err(); err != nil {
+	if err := admin.Do(ctx, aclUser(t, user, pw, prefix)...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -30,24 +30,44 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// aclCommands are the commands a fleet's Redis user needs: the scripts
-// (EVALSHA, and EVAL for a Redis that has not cached them) and the
-// commands they run; for a cluster client, its view of the slots, and of
-// the commands' keys (without COMMAND it logs a refusal per connection).
-// The handshake (HELLO, AUTH) needs no permission. The README's ACL line
-// is this list.
-var aclCommands = strings.Fields("+evalsha +eval +time +exists +del +hmget +hget +hgetall +hset +hdel +pexpire +pttl +get +set " +
-	"+zadd +zremrangebyscore +zcard +cluster|slots +command")
-
 // aclUser returns the ACL SETUSER command that makes user, of password pw,
-// a fleet's Redis user as the README's line does: aclCommands on the keys
-// of prefix alone, nothing else.
-func aclUser(user, pw, prefix string) []any {
-	rule := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pw, "~" + prefix + ":*", "resetchannels", "-@all"}
-	for _, c := range aclCommands {
-		rule = append(rule, c)
+// a fleet's Redis user confined to prefix: the README's line, read from
+// the README (readmeACLLine), its user, password and prefix replaced, so
+// that the line a user copies is the one the tests run with.
+func aclUser(t testing.TB, user, pw, prefix string) []any {
+	t.Helper()
+	var rule []any
+	for i, f := range strings.Fields(readmeACLLine(t)) {
+		switch {
+		case i == 2:
+			f = user
+		case strings.HasPrefix(f, ">"):
+			f = ">" + pw
+		case strings.HasPrefix(f, "~"):
+			f = "~" + prefix + ":*"
+		}
+		rule = append(rule, f)
 	}
 	return rule
+}
+
+// readmeACLLine is the README's ACL SETUSER line for a fleet's user.
+func readmeACLLine(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "ACL SETUSER cloudg ") {
+			found = append(found, l)
+		}
+	}
+	if len(found) != 1 || !strings.Contains(found[0], " >LONG-RANDOM-PASSWORD ") || !strings.Contains(found[0], " ~cloudg:* ") {
+		t.Fatalf("the README's ACL lines: %q; want one, with >LONG-RANDOM-PASSWORD and ~cloudg:*", found)
+	}
+	return found[0]
 }
 
 // realBackends are the real Redis servers ./scripts/test starts.
@@ -132,7 +152,7 @@ func TestAnACLUserConfinedToThePrefix(t *testing.T) {
 			ctx := context.Background()
 			admin := be.client()
 			user, pw, prefix := "cloudg-test-"+randomHex(4), randomHex(16), uniquePrefix(t)
-			rule := aclUser(user, pw, prefix)
+			rule := aclUser(t, user, pw, prefix)
 			eachNode(t, admin, func(c doer) error { return c.Do(ctx, rule...).Err() })
 			t.Cleanup(func() {
 				eachNode(t, admin, func(c doer) error { return c.Do(ctx, "ACL", "DELUSER", user).Err() })
