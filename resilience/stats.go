@@ -288,21 +288,38 @@ type Counters struct {
 
 // MarshalJSON writes Wait, MaxWait, WaitElapsed, Backoff, Paused and
 // MaxPause as wait_seconds, max_wait_seconds, wait_elapsed_seconds,
-// backoff_seconds, paused_seconds and max_pause_seconds.
+// backoff_seconds, paused_seconds and max_pause_seconds, and a Rate or a
+// MinRate that is no finite number (NaN, +Inf or -Inf: the rate a
+// Store of the user's answered) as null, which JSON holds and no rate
+// is, as state.BucketSnapshot writes its rates.
 func (c Counters) MarshalJSON() ([]byte, error) {
 	type plain Counters
-	return jsonsec.Marshal(plain(c), "wait_seconds", c.Wait, "max_wait_seconds", c.MaxWait, "wait_elapsed_seconds", c.WaitElapsed,
+	return jsonsec.Marshal(struct {
+		plain
+		Rate    jsonsec.Float `json:"rate_rps,omitempty"`
+		MinRate jsonsec.Float `json:"min_rate_rps,omitempty"`
+	}{plain(c), jsonsec.Float(c.Rate), jsonsec.Float(c.MinRate)},
+		"wait_seconds", c.Wait, "max_wait_seconds", c.MaxWait, "wait_elapsed_seconds", c.WaitElapsed,
 		"backoff_seconds", c.Backoff, "paused_seconds", c.Paused, "max_pause_seconds", c.MaxPause)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, and a summary's totals
-// (the report's form, a part of it), the durations from their seconds.
-// A null leaves c as it is, as encoding/json leaves any value it reads
-// null into.
+// (the report's form, a part of it), the durations from their seconds,
+// a rate of null as NaN (a rate that was no number). A null leaves c as
+// it is, as encoding/json leaves any value it reads null into.
 func (c *Counters) UnmarshalJSON(b []byte) error {
 	type plain Counters
-	return jsonsec.Unmarshal(b, (*plain)(c), "wait_seconds", &c.Wait, "max_wait_seconds", &c.MaxWait, "wait_elapsed_seconds", &c.WaitElapsed,
-		"backoff_seconds", &c.Backoff, "paused_seconds", &c.Paused, "max_pause_seconds", &c.MaxPause)
+	w := struct {
+		*plain
+		Rate    jsonsec.Float `json:"rate_rps,omitempty"`
+		MinRate jsonsec.Float `json:"min_rate_rps,omitempty"`
+	}{(*plain)(c), jsonsec.Float(c.Rate), jsonsec.Float(c.MinRate)}
+	if err := jsonsec.Unmarshal(b, &w, "wait_seconds", &c.Wait, "max_wait_seconds", &c.MaxWait, "wait_elapsed_seconds", &c.WaitElapsed,
+		"backoff_seconds", &c.Backoff, "paused_seconds", &c.Paused, "max_pause_seconds", &c.MaxPause); err != nil {
+		return err
+	}
+	c.Rate, c.MinRate = float64(w.Rate), float64(w.MinRate)
+	return nil
 }
 
 // String renders the totals the way the worked example prints them:

@@ -14,6 +14,7 @@
 package state
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -82,18 +83,38 @@ func (s BucketSnapshot) Queued() int {
 	return int(q)
 }
 
-// MarshalJSON writes Paused as paused_seconds.
+// MarshalJSON writes Paused as paused_seconds, and a rate, a ceiling or
+// a balance that is no finite number (NaN, +Inf or -Inf, as a Store of
+// the user's may answer) as null, which JSON holds and no number is: the
+// snapshot is still written, and a reader tells such a value from a real
+// 0.
 func (s BucketSnapshot) MarshalJSON() ([]byte, error) {
 	type plain BucketSnapshot
-	return jsonsec.Marshal(plain(s), "paused_seconds", s.Paused)
+	return jsonsec.Marshal(struct {
+		plain
+		Rate    jsonsec.Float `json:"rate_rps"`
+		Ceiling jsonsec.Float `json:"ceiling_rps"`
+		Tokens  jsonsec.Float `json:"tokens"`
+	}{plain(s), jsonsec.Float(s.Rate), jsonsec.Float(s.Ceiling), jsonsec.Float(s.Tokens)}, "paused_seconds", s.Paused)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, Paused from
-// paused_seconds. A null leaves s as it is, as encoding/json leaves any
-// value it reads null into.
+// paused_seconds, and a rate, a ceiling or a balance of null as NaN: a
+// value that was no number. A null snapshot leaves s as it is, as
+// encoding/json leaves any value it reads null into.
 func (s *BucketSnapshot) UnmarshalJSON(b []byte) error {
 	type plain BucketSnapshot
-	return jsonsec.Unmarshal(b, (*plain)(s), "paused_seconds", &s.Paused)
+	w := struct {
+		*plain
+		Rate    jsonsec.Float `json:"rate_rps"`
+		Ceiling jsonsec.Float `json:"ceiling_rps"`
+		Tokens  jsonsec.Float `json:"tokens"`
+	}{(*plain)(s), jsonsec.Float(s.Rate), jsonsec.Float(s.Ceiling), jsonsec.Float(s.Tokens)}
+	if err := jsonsec.Unmarshal(b, &w, "paused_seconds", &s.Paused); err != nil {
+		return err
+	}
+	s.Rate, s.Ceiling, s.Tokens = float64(w.Rate), float64(w.Ceiling), float64(w.Tokens)
+	return nil
 }
 
 // A Bucket is a token bucket with an optional adaptive rate. Its methods
@@ -386,6 +407,35 @@ type ScopeSnapshot struct {
 	Failing     StreakSnapshot `json:"failing,omitzero"`
 	MaxInFlight int            `json:"max_in_flight"` // the bulkhead's cap
 	RetryBudget float64        `json:"retry_budget"`  // tokens left in the provider's budget
+}
+
+// MarshalJSON writes the snapshot as its fields' tags say, and a retry
+// budget that is no finite number (NaN, +Inf or -Inf, as a Store of the
+// user's may answer) as null, as BucketSnapshot writes its rates: the
+// snapshot is still written, and a reader tells such a value from a
+// real 0.
+func (s ScopeSnapshot) MarshalJSON() ([]byte, error) {
+	type plain ScopeSnapshot
+	return json.Marshal(struct {
+		plain
+		RetryBudget jsonsec.Float `json:"retry_budget"`
+	}{plain(s), jsonsec.Float(s.RetryBudget)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, a retry budget of null as
+// NaN: a value that was no number. A null snapshot leaves s as it is, as
+// encoding/json leaves any value it reads null into.
+func (s *ScopeSnapshot) UnmarshalJSON(b []byte) error {
+	type plain ScopeSnapshot
+	w := struct {
+		*plain
+		RetryBudget jsonsec.Float `json:"retry_budget"`
+	}{(*plain)(s), jsonsec.Float(s.RetryBudget)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	s.RetryBudget = float64(w.RetryBudget)
+	return nil
 }
 
 // StreakSnapshot is a scope's streak of failed answers at one time, as

@@ -73,7 +73,10 @@
 // account's paused_on names whose pause it is when not its own, in the
 // same way. A queue or a pause of an account's or a provider's bucket is
 // in each row (and account) it holds; the provider's own queue is in its
-// provider's queued, once.
+// provider's queued, once. A value a state.Store answered that is no
+// finite number (a rate, a balance or a retry budget of NaN, +Inf or
+// -Inf, which JSON cannot write) is null in the JSON, which no number
+// is, and NaN, +Inf or -Inf on the page: the page is served all the same.
 //
 // The page is read-only (GET and HEAD; nothing it serves changes the
 // governor), has no external assets (its style is inline, allowed by a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -227,6 +228,17 @@ type provider struct {
 	// no live scope).
 	Bucket *state.BucketSnapshot `json:"bucket,omitempty"`
 	Queued int                   `json:"queued"` // callers waiting for a token of the provider's bucket
+}
+
+// MarshalJSON writes the provider as its fields say, a retry budget that
+// is no finite number (as a Store of the user's may answer) as null, as
+// state.ScopeSnapshot writes it.
+func (p provider) MarshalJSON() ([]byte, error) {
+	type plain provider
+	return json.Marshal(struct {
+		plain
+		RetryBudget jsonsec.Float `json:"retry_budget"`
+	}{plain(p), jsonsec.Float(p.RetryBudget)})
 }
 
 // page is what the handler serves, as HTML or JSON.

@@ -336,8 +336,12 @@ func short(s string) string {
 // a unit as count does (123k, 12.3M), never in exponent form: a cell
 // holds at most five characters from 0.1 up, so that a scope or an
 // account configured at a million calls per second keeps the table's
-// width.
+// width. A rate that is no finite number (a Store of the user's may
+// answer one) is written NaN, +Inf or -Inf.
 func rate(r float64) string {
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return strconv.FormatFloat(r, 'f', -1, 64) // NaN, +Inf or -Inf: a Store's answer that is no rate
+	}
 	if r < 1000 {
 		// Rounded to three significant digits, which 'g' alone would
 		// write 999.7 as 1e+03.

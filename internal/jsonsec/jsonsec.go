@@ -96,3 +96,37 @@ func Duration(secs float64) time.Duration {
 	whole := math.Trunc(secs)
 	return time.Duration(whole)*time.Second + time.Duration(math.Round((secs-whole)*1e9))
 }
+
+// Float is a float64 whose JSON form holds every value: a number, or
+// null for a value that is no finite number (NaN, +Inf or -Inf), which
+// JSON cannot write and encoding/json refuses, failing the whole
+// document. A Store is user code, and may answer such a value for a rate
+// or a budget; null tells it apart from every number, a real 0 among
+// them. Read back, null is NaN: the value was no number. A struct's
+// MarshalJSON writes a float64 field as a Float through an anonymous
+// struct that embeds the struct and has a Float field of the same JSON
+// name, which encoding/json takes over the embedded one.
+type Float float64
+
+// MarshalJSON writes f as a number, or null when it is no finite number.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads a number, or null as NaN.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		*f = Float(math.NaN())
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = Float(v)
+	return nil
+}

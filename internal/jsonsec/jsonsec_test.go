@@ -110,3 +110,32 @@ func TestUnmarshalReadsSecondsBeyondTheRangeAsItsEnds(t *testing.T) {
 		}
 	}
 }
+
+// A Float writes a finite value as the number it is and every other as
+// null, and reads null back as NaN, a number as itself.
+func TestFloatWritesNullForNoNumber(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		json string
+	}{{0, "0"}, {-2.5, "-2.5"}, {1e300, "1e+300"}, {math.NaN(), "null"}, {math.Inf(1), "null"}, {math.Inf(-1), "null"}} {
+		b, err := json.Marshal(Float(c.f))
+		if err != nil || string(b) != c.json {
+			t.Errorf("Float(%v) is %s, %v; want %s", c.f, b, err, c.json)
+		}
+		var back Float = 7
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if want := c.f; math.IsInf(want, 0) || math.IsNaN(want) {
+			if !math.IsNaN(float64(back)) {
+				t.Errorf("%s read back as %v, want NaN", b, back)
+			}
+		} else if float64(back) != want {
+			t.Errorf("%s read back as %v, want %v", b, back, want)
+		}
+	}
+	var f Float
+	if err := json.Unmarshal([]byte(`"1"`), &f); err == nil {
+		t.Error("a string read as a Float")
+	}
+}
