@@ -78,6 +78,15 @@
 // -Inf, which JSON cannot write) is null in the JSON, which no number
 // is, and NaN, +Inf or -Inf on the page: the page is served all the same.
 //
+// A scope's parts are caller data, of any length. The HTML shows each
+// (and a provider's name, and why a breaker opened) at most 128
+// characters long, its first 127 and an ellipsis, in its cell, its
+// tooltip and its row's data-scope alike, so that the page's size is
+// bounded by the limit of rows (WithLimit) whatever the parts' lengths;
+// the whole on hover is the whole of a value up to that length. The JSON
+// holds every value whole, as the governor holds it, for a program to
+// match rows by key: its size grows with the parts' lengths.
+//
 // The page is read-only (GET and HEAD; nothing it serves changes the
 // governor), has no external assets (its style is inline, allowed by a
 // Content-Security-Policy hash, and it runs no script), and escapes every

@@ -146,7 +146,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		hd.Set("Content-Type", "application/json")
 	} else {
-		if err := pageTemplate.Execute(&buf, p); err != nil {
+		if err := pageTemplate.Execute(&buf, p.clipped()); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
