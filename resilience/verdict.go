@@ -50,7 +50,9 @@ func (gd *Guard) verdictChan() <-chan struct{} {
 // false when the call's deadline (or its max wait) does not allow the wait (the breaker
 // would open after it, or a probe's verdict has not come by then): the
 // call is then refused as without waiting, and wait is the breaker's last
-// answer. A context that ends during the wait returns its error. A probe
+// answer. A breaker that refuses the call with no wait (0 or less, as a
+// Store of the user's may answer) is asked again every refusedNoWait
+// within the deadline. A context that ends during the wait returns its error. A probe
 // out in an enclosing call's running attempt lets the call through as
 // borrowProbe has it; the wait ends, and the call looks again, as the
 // next attempt of an enclosing call it found between its attempts begins
@@ -75,15 +77,26 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait 
 			return now, 0, true, nil
 		}
 		open := gd.e.breaker.Snapshot(now).State == state.Open
-		if now >= limit || open && now+w > limit {
+		if now >= limit || open && w > limit-now { // not now+w: a Store's wait may be near a Duration's largest
 			return now, w, false, nil
 		}
-		if err := gd.sleepVerdict(ctx, min(w, limit-now), verdict, changed, opened); err != nil {
+		d := w
+		if d <= 0 {
+			d = refusedNoWait
+		}
+		if err := gd.sleepVerdict(ctx, min(d, limit-now), verdict, changed, opened); err != nil {
 			return now, w, false, err
 		}
 		now = gd.g.now()
 	}
 }
+
+// refusedNoWait is how long waitAdmitted waits before it asks again a
+// breaker that refused the call with no wait (0 or less), which says
+// neither when it will let the call through nor that it will not: the
+// governor's own breaker never answers so, a Store of the user's may.
+// Asked again at once, the call would spin until its deadline.
+const refusedNoWait = 100 * time.Millisecond
 
 // sleepVerdict is waitAdmitted's wait: d, or until verdict, changed or
 // one of opened closes (an enclosing call's next attempt began: see
