@@ -331,6 +331,11 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // takes a slot of the bulkhead it began under (so that the calls that
 // began governed stay within the cap they began under), and is counted
 // and recorded as the governed call it began as.
+//
+// A panic of the governor's Store (state.Store: user code) goes on to
+// the caller; one raised once the call holds its slot (in the step of
+// the reclaimer the call takes last) ends the call as EndPanicked does,
+// its slot given back.
 func (gd *Guard) Enter(ctx context.Context) error {
 	if gd.e == nil {
 		return nil
@@ -432,8 +437,29 @@ func (gd *Guard) Enter(ctx context.Context) error {
 	if gd.adm != nil {
 		gd.decided(false)
 	}
-	gd.g.maybeReclaim(now) // last, so that the step never reclaims this call's own scope
+	gd.reclaim(now) // last, so that the step never reclaims this call's own scope
 	return nil
+}
+
+// reclaim takes the reclaimer's step due at now (Governor.maybeReclaim)
+// for the call Enter or TryEnter just let through, which holds its slot.
+// The step asks the Store's buckets and breakers (Idle, Pristine), user
+// code that may panic: the panic goes on to the caller, as a panic of
+// the governor's log handler does, and ends the call as EndPanicked
+// does, so that its slot goes back and the call is lost as panicked
+// (the slot stayed taken for good, and the account's cap one smaller).
+func (gd *Guard) reclaim(now time.Duration) {
+	if now < time.Duration(gd.g.reclaim.due.Load()) {
+		return // the common call: one atomic load
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			gd.EndPanicked()
+		}
+	}()
+	gd.g.reclaimStep(now)
+	returned = true
 }
 
 // bound bounds the admission of the attempt starting at now by what the
@@ -643,7 +669,7 @@ func (gd *Guard) send(now time.Duration) {
 	}
 	gd.to(phaseSent)
 	// Last, so that the step never reclaims this call's own scope.
-	gd.g.maybeReclaim(now)
+	gd.reclaim(now)
 }
 
 // After records the answer to the attempt sent last, classified once:
