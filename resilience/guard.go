@@ -333,7 +333,8 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // and recorded as the governed call it began as.
 //
 // A panic of the governor's Store (state.Store: user code) goes on to
-// the caller; one raised once the call holds its slot (in the step of
+// the caller; one raised once the call holds its slot (as it reads
+// whether a pause came during its wait for the slot, or in the step of
 // the reclaimer the call takes last) ends the call as EndPanicked does,
 // its slot given back.
 func (gd *Guard) Enter(ctx context.Context) error {
@@ -419,7 +420,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		if !waited || !gd.p.set.enabled {
 			break
 		}
-		if now = gd.g.now(); !gd.pausedDuringSlotWait(now, from) {
+		if now = gd.g.now(); !gd.pausedAfterSlotWait(now, from) {
 			break
 		}
 	}
@@ -439,6 +440,22 @@ func (gd *Guard) Enter(ctx context.Context) error {
 	}
 	gd.reclaim(now) // last, so that the step never reclaims this call's own scope
 	return nil
+}
+
+// pausedAfterSlotWait is pausedDuringSlotWait for Enter, whose call
+// holds the slot it waited for: a panic of the Store's bucket it reads
+// (Snapshot) goes on to the caller, and ends the call as EndPanicked
+// does, its slot given back (see reclaim).
+func (gd *Guard) pausedAfterSlotWait(now, from time.Duration) bool {
+	returned := false
+	defer func() {
+		if !returned {
+			gd.EndPanicked()
+		}
+	}()
+	paused := gd.pausedDuringSlotWait(now, from)
+	returned = true
+	return paused
 }
 
 // reclaim takes the reclaimer's step due at now (Governor.maybeReclaim)
