@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,6 +144,8 @@ type leasedBucket interface {
 // tokenWait is how long a caller arriving at now would wait for a token of
 // b (nil: none), read from its snapshot (snap, when not nil: b's at now,
 // read already), or from its lease when no pause holds it (leasedBucket).
+// A wait past a Duration's range is the longest Duration; a negative
+// pause (a Store's answer) is none.
 func tokenWait(b state.Bucket, snap *state.BucketSnapshot, now time.Duration) time.Duration {
 	if b == nil {
 		return 0
@@ -158,9 +161,22 @@ func tokenWait(b state.Bucket, snap *state.BucketSnapshot, now time.Duration) ti
 			return w
 		}
 	}
-	w := s.Paused
+	w := max(s.Paused, 0)
 	if s.Tokens < 1 && s.Rate > 0 {
-		w += time.Duration((1 - s.Tokens) / s.Rate * float64(time.Second))
+		// Saturated at the longest Duration: a Store's balance and rate
+		// (-Inf, or far below zero at a tiny rate) may put the token
+		// past a Duration's range, where the conversion and the sum
+		// wrap around to a wait that says the scope can go at once. A
+		// wait that is no number (-Inf tokens at a rate of +Inf) is the
+		// longest too.
+		ns := (1 - s.Tokens) / s.Rate * float64(time.Second)
+		if !(ns < float64(math.MaxInt64)) { // 2^63, past every Duration; NaN too
+			return math.MaxInt64
+		}
+		if d := time.Duration(ns); d < math.MaxInt64-w {
+			return w + d
+		}
+		return math.MaxInt64
 	}
 	return w
 }
