@@ -103,7 +103,7 @@ func (gd *Guard) refusedAt(now, until time.Duration) bool {
 		return false
 	}
 	s := gd.e.breaker.Snapshot(now)
-	return s.State == state.Open && now+s.Wait > until
+	return s.State == state.Open && later(now, s.Wait) > until // a Store's wait may be near a Duration's largest
 }
 
 // AfterOpen arranges for f to be called, in its own goroutine, once the
