@@ -564,7 +564,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			if now = gd.g.now(); gd.g.ctxErr(ctx, now) != nil {
 				return gd.stopByContext(gd.g.ctxErr(ctx, now))
 			}
-			if err := gd.exceeds(now, now+w, gd.deadlineAt(), now, 0, nil); err != nil {
+			if err := gd.exceeds(now, later(now, w), gd.deadlineAt(), now, 0, nil); err != nil {
 				return err
 			}
 			if w, pt, at, lt, _, err = gd.reserveShared(ctx, now, anyWait); err != nil {
@@ -583,7 +583,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		if w, pt, at, lt, ok = gd.reserve(now, now, false); !ok {
 			// Refused with no token taken (gd.held is nil): past the
 			// limit reserve read, which exceeds reads too.
-			if err := gd.exceeds(now, now+w, gd.deadlineAt(), now, 0, nil); err != nil {
+			if err := gd.exceeds(now, later(now, w), gd.deadlineAt(), now, 0, nil); err != nil {
 				return err
 			}
 			w, pt, at, lt, _ = gd.reserve(now, anyWait, true)
@@ -594,7 +594,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	}
 	limit := gd.deadlineAt()
 	r := justReserved(now, pt, at, lt)
-	if err := gd.exceeds(now, now+w, limit, now, 0, &r); err != nil {
+	if err := gd.exceeds(now, later(now, w), limit, now, 0, &r); err != nil {
 		return err
 	}
 	// Each level's token is due at a fixed time but the leaf's, which
@@ -1176,7 +1176,7 @@ func reserveBy(b state.Bucket, now, latest time.Duration) (bucket.Ticket, bool) 
 	if mb, ok := b.(*bucket.Bucket); ok {
 		return mb.ReserveBy(now, latest)
 	}
-	return bucket.TicketAt(now + b.Reserve(now)), true
+	return bucket.TicketAt(later(now, b.Reserve(now))), true // a Store's wait may be near a Duration's largest
 }
 
 // reserveTicket takes a token of b at now, whatever the wait.
@@ -1226,13 +1226,15 @@ func (gd *Guard) reserveShared(ctx context.Context, now, latest time.Duration) (
 		}
 		if !ok {
 			for j, r := range bs[:i] {
-				giveBack(r, now, now+waits[j])
+				giveBack(r, now, later(now, waits[j]))
 			}
-			return max(waits[0], waits[1], waits[leafLevel]), bucket.TicketAt(now + waits[0]), bucket.TicketAt(now + waits[1]), bucket.TicketAt(now + waits[leafLevel]), false, nil
+			return max(waits[0], waits[1], waits[leafLevel]), bucket.TicketAt(later(now, waits[0])), bucket.TicketAt(later(now, waits[1])), bucket.TicketAt(later(now, waits[leafLevel])), false, nil
 		}
 	}
 	gd.held = e
-	return max(waits[0], waits[1], waits[leafLevel]), bucket.TicketAt(now + waits[0]), bucket.TicketAt(now + waits[1]), bucket.TicketAt(now + waits[leafLevel]), true, nil
+	// later: a Store's wait may be near a Duration's largest, and now
+	// plus it would wrap around to a token due long ago.
+	return max(waits[0], waits[1], waits[leafLevel]), bucket.TicketAt(later(now, waits[0])), bucket.TicketAt(later(now, waits[1])), bucket.TicketAt(later(now, waits[leafLevel])), true, nil
 }
 
 // limitBucket is the optional interface of fleet mode's buckets that take
