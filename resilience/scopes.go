@@ -205,11 +205,16 @@ func reuse[K comparable](m map[K]accountRead, owner K, b state.Bucket, now time.
 }
 
 // cached returns the snapshot m holds of owner's bucket, when it was
-// taken within accountReuse before now, with what is left of its pause.
+// taken within accountReuse before now, with what is left of its pause
+// (a pause a Store answered negative, which holds nothing, as it was: the
+// time since taken from the most negative Duration would wrap around to
+// a pause of 292 years).
 func cached[K comparable](m map[K]accountRead, owner K, now time.Duration) (state.BucketSnapshot, bool) {
 	if c, ok := m[owner]; ok && now >= c.at && now-c.at < accountReuse {
 		s := c.snap
-		s.Paused = max(0, s.Paused-(now-c.at))
+		if s.Paused > 0 {
+			s.Paused = max(0, s.Paused-(now-c.at))
+		}
 		return s, true
 	}
 	return state.BucketSnapshot{}, false
