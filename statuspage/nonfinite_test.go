@@ -9,6 +9,7 @@ import (
 	"html"
 	"math"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,5 +108,28 @@ func TestTheJSONPageServesAStoresValuesThatAreNoNumber(t *testing.T) {
 				t.Errorf("the HTML page has no %q:\n%s", want, rowsOf(body, "scopes"))
 			}
 		})
+	}
+}
+
+// A rate and a retry budget a Store answered far past any real one
+// (1e300) are written in a few characters, as a rate of a million is
+// (three figures and a unit), not in the 301 digits of the number.
+func TestTheHTMLPageWritesAHugeRateOrBudgetShort(t *testing.T) {
+	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(noNumberStore{resilience.MemoryStore(), 1e300}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "ec2", Operation: "DescribeVpcs"}
+	if err := resilience.Do(context.Background(), sc, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+		t.Fatal(err)
+	}
+	body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
+	if run := regexp.MustCompile(`[0-9]{20,}`).FindString(body); run != "" {
+		t.Errorf("the HTML page writes a number of %d digits (%s): want a rate and a budget of 1e300 short", len(run), run)
+	}
+	for _, v := range []float64{1e21, 1e300, math.MaxFloat64} {
+		if s := rate(v); len(s) > 8 {
+			t.Errorf("rate(%v) = %q: want a few characters", v, s)
+		}
 	}
 }

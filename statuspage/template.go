@@ -166,7 +166,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"mark":     func(on string) string { return marks[on] },
 	"width":    func(s state.ScopeSnapshot) int { return 2 * int(math.Round(share(s)*50)) },
 	"level":    level,
-	"budget":   func(f float64) string { return strconv.FormatFloat(math.Floor(f*10)/10, 'f', -1, 64) },
+	"budget":   budget,
 	"count":    count,
 	"whole":    whole,
 	"lost":     lost,
@@ -356,6 +356,16 @@ func rate(r float64) string {
 	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
+// budget writes a retry budget's tokens left to a tenth, rounded down,
+// and from compactFrom in three figures and a unit, as rate writes a
+// rate: a budget a Store answered, 1e300, keeps the cell's width.
+func budget(f float64) string {
+	if f >= compactFrom {
+		return compact(f)
+	}
+	return strconv.FormatFloat(math.Floor(f*10)/10, 'f', -1, 64)
+}
+
 // duration writes d as a person reads it at a glance: "—" for none, tenths
 // of a second under ten seconds, whole seconds beyond.
 func duration(d time.Duration) string {
@@ -400,8 +410,13 @@ func count(n any) string {
 }
 
 // compact writes f, compactFrom or more, in three significant figures
-// and a unit: 123k, 1.23M, 12.3M, 123M.
+// and a unit: 123k, 1.23M, 12.3M, 123M; past the largest unit (a rate or
+// a budget a Store answered, 1e300), in three figures and an exponent,
+// 1e+300, not in the number's every digit.
 func compact(f float64) string {
+	if f >= 999.5e18 {
+		return strconv.FormatFloat(f, 'g', 3, 64)
+	}
 	unit := 0
 	for f >= 999.5 && unit < len(units)-1 {
 		f /= 1000
