@@ -150,6 +150,9 @@ func (g *Governor) init() {
 		}
 		_, inProcess := g.store.(memoryStore)
 		g.sharedBuckets = !inProcess
+		if _, checked := g.store.(checkedStore); !inProcess && !checked {
+			g.store = checkedStore{g.store} // a nil state refused where it is made
+		}
 		if g.idle == 0 {
 			g.idle = time.Minute
 		}

@@ -155,6 +155,15 @@ func WithReclaimAfter(d time.Duration) GovernorOption { return reclaimOption{d} 
 // process. A store with a method UseLogger(*slog.Logger), as fleet's has,
 // is given the governor's logger (WithLogger), so that its lines and its
 // client's go where the governor's go.
+//
+// The store is user code. A panic of its methods goes on to the caller of
+// the governor's method that called it, as a panic of the log handler
+// does, and a governed call it ends gives its concurrency slot back (one
+// let through to send is lost as panicked). A nil bucket, breaker or budget it returns is refused where
+// it is made, with a panic that names the method and the key, so that the
+// governor keeps no state it cannot use. Its answers that are no finite
+// number (a rate of NaN) are reported as they are, and are null in JSON;
+// waits past a Duration's range saturate.
 func WithStateStore(s state.Store) GovernorOption { return storeOption{s} }
 
 // loggerUser is the optional interface of a state store that logs: it
