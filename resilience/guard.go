@@ -466,9 +466,13 @@ func (gd *Guard) pausedAfterSlotWait(now, from time.Duration) bool {
 // does, so that its slot goes back and the call is lost as panicked
 // (the slot stayed taken for good, and the account's cap one smaller).
 func (gd *Guard) reclaim(now time.Duration) {
-	if now < time.Duration(gd.g.reclaim.due.Load()) {
-		return // the common call: one atomic load
+	if now >= time.Duration(gd.g.reclaim.due.Load()) { // the common call: one atomic load, inlined
+		gd.reclaimStep(now)
 	}
+}
+
+// reclaimStep is reclaim's step, once it is due.
+func (gd *Guard) reclaimStep(now time.Duration) {
 	returned := false
 	defer func() {
 		if !returned {
