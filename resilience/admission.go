@@ -214,18 +214,38 @@ func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 }
 
 // probing keeps the probe's lease the breaker granted at now, with when
-// it runs out as the breaker's snapshot tells it (half-open, Wait the
-// lease left: see probeEnd), and reports the breaker's move to half-open.
-// A probe is let through once a cooldown at most, so that the snapshot
-// costs the common call nothing.
+// it runs out as the breaker tells it (see probeEnd), and reports the
+// breaker's move to half-open.
 func (gd *Guard) probing(now time.Duration) {
 	gd.holdProbe()
 	gd.probeEnd = 0
-	if s := gd.e.breaker.Snapshot(now); s.State == state.HalfOpen && s.Wait > 0 {
-		gd.probeEnd = max(leaseMs(now+s.Wait), 1) // 0 is "not told"
+	if left, ok := probeLease(gd.e.breaker, now); ok && left > 0 {
+		gd.probeEnd = max(leaseMs(now+left), 1) // 0 is "not told"
 	}
 	gd.loanSettled()
 	gd.recordProbe()
+}
+
+// leaseTeller is the optional interface of a breaker that tells the time
+// left in its probe's lease without a whole snapshot: the in-process
+// breaker's.
+type leaseTeller interface {
+	ProbeLease(now time.Duration) (time.Duration, bool)
+}
+
+// probeLease returns the time left at now in the lease of br's probe,
+// which br just let through (Allow), and false when br does not tell it:
+// ProbeLease, or else the snapshot (half-open, Wait the lease left). A
+// probe is let through once a cooldown at most, so that the read costs
+// the common call nothing.
+func probeLease(br state.Breaker, now time.Duration) (time.Duration, bool) {
+	if lt, ok := br.(leaseTeller); ok {
+		return lt.ProbeLease(now)
+	}
+	if s := br.Snapshot(now); s.State == state.HalfOpen && s.Wait > 0 {
+		return s.Wait, true
+	}
+	return 0, false
 }
 
 // probeLapsed reports whether the probe's lease the call holds or lent

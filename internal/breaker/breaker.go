@@ -295,6 +295,20 @@ func (b *Breaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	return s
 }
 
+// ProbeLease returns the time left at now in the lease of a half-open
+// breaker's probe, and false when the breaker is not half-open or the
+// lease is over: Snapshot's Wait, without the rest of the snapshot. The
+// governor reads it as Allow lets a probe through, to know when the
+// probe's lease ends (see resilience.Guard).
+func (b *Breaker) ProbeLease(now time.Duration) (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if st, _ := b.load(); st != state.HalfOpen || b.until <= now {
+		return 0, false
+	}
+	return min(b.until-now, b.cooldown()), true
+}
+
 // Pristine reports whether the breaker is indistinguishable from a new one.
 func (b *Breaker) Pristine() bool { return b.sf.Load() == 0 }
 
